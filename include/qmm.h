@@ -1,0 +1,319 @@
+/*
+ * qmm.h — quantized matrix multiplication for GGUF weights.
+ *
+ * The one operation (all matrices row-major):
+ *
+ *     Y[n][m] = sum over k of X[n][k] * W[m][k]            FLOPs = 2*m*k*n
+ *
+ *   W  weights: m rows (output features) of k elements (input features). Each row is a
+ *      sequence of quantization blocks along k, exactly the bytes of a GGUF tensor whose
+ *      ne = [k, m]. Consecutive rows are `row_stride` bytes apart (>= qmm_row_bytes(type, k)).
+ *   X  activations: n rows (tokens) of k float32, row i at x + i*ldx, ldx >= k (elements).
+ *   Y  output: n rows of m float32, row i at y + i*ldy, ldy >= m (elements).
+ *
+ *   n = 1..8 is decode (the GEMV regime); n >= 16 is prefill (the GEMM regime).
+ *
+ * Pointers X and Y live in the memory space of the context's backend: host memory for
+ * QMM_BACKEND_CPU, device memory for QMM_BACKEND_CUDA (as with cuBLAS). Weights are always
+ * given as host bytes at creation; the library copies (and may repack or upload) them.
+ *
+ * Types are GGML's block formats, bit-exact: see docs/FORMATS.md and ggml's ggml-common.h /
+ * ggml-quants.c and the Python reference gguf.quants, which are the authority.
+ *
+ * Correctness: every path is checked against the reference (dequantize exactly, accumulate
+ * in float64, round once to float32; qmm_matmul_ref). Paths that quantize activations or use
+ * reduced-precision inputs document their error bound in docs/KERNELS.md.
+ *
+ * Errors: every function that can fail returns a qmm_status. On failure nothing is written
+ * to any output, and qmm_last_error() returns a sentence naming the offending value.
+ * The library never exits and never prints unless QMM_LOG=info|debug is set.
+ *
+ * Threads: a qmm_weights object is read-only after creation and may be shared by threads.
+ * A qmm_context may be used by one thread at a time (use one context per thread).
+ */
+#ifndef QMM_H
+#define QMM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#  define QMM_API
+#elif defined(__GNUC__)
+#  define QMM_API __attribute__((visibility("default")))
+#else
+#  define QMM_API
+#endif
+
+/* ---------------------------------------------------------------------------------------
+ * Status and errors
+ * ------------------------------------------------------------------------------------- */
+
+/** Result of every fallible call. QMM_OK is 0; every error is a positive value. */
+typedef enum qmm_status {
+    QMM_OK = 0,
+    QMM_ERR_INVALID_ARGUMENT = 1, /**< null pointer, bad shape, stride, flag or value */
+    QMM_ERR_UNSUPPORTED = 2,      /**< type, strategy, backend or ISA not available here */
+    QMM_ERR_OUT_OF_MEMORY = 3,    /**< an allocation failed (host or device) */
+    QMM_ERR_IO = 4,               /**< open/read/mmap of a file failed */
+    QMM_ERR_FORMAT = 5,           /**< malformed or hostile GGUF file */
+    QMM_ERR_BACKEND = 6,          /**< a CUDA/cuBLAS/driver call failed (text in last error) */
+    QMM_ERR_NUMERIC = 7,          /**< non-finite scale found when validation was asked for */
+    QMM_ERR_INTERNAL = 8          /**< a bug in qmm; please report it */
+} qmm_status;
+
+/** Short constant name of a status, e.g. "QMM_ERR_FORMAT". Never NULL. */
+QMM_API const char *qmm_status_str(qmm_status status);
+
+/**
+ * The sentence describing the last error raised on the calling thread (thread-local),
+ * e.g. "qmm_matmul: ldx (100) < k (128)". Empty string if none. Valid until the next qmm
+ * call on this thread.
+ */
+QMM_API const char *qmm_last_error(void);
+
+/** Library version as "MAJOR.MINOR.PATCH". */
+QMM_API const char *qmm_version(void);
+
+/* ---------------------------------------------------------------------------------------
+ * Types (the type table). Numeric values are GGML's ggml_type ids, so a GGUF tensor's
+ * type field maps directly.
+ * ------------------------------------------------------------------------------------- */
+
+typedef enum qmm_type {
+    QMM_TYPE_F32 = 0,   /**< IEEE binary32, block of 1, 4 bytes */
+    QMM_TYPE_F16 = 1,   /**< IEEE binary16, block of 1, 2 bytes */
+    QMM_TYPE_Q4_0 = 2,  /**< 32 elements, 18 bytes: f16 d, 16 bytes nibbles; (q-8)*d */
+    QMM_TYPE_Q4_1 = 3,  /**< 32 elements, 20 bytes: f16 d, f16 m, nibbles; q*d + m */
+    QMM_TYPE_Q5_0 = 6,  /**< 32 elements, 22 bytes: f16 d, 4 bytes high bits, nibbles; (q-16)*d */
+    QMM_TYPE_Q5_1 = 7,  /**< 32 elements, 24 bytes: f16 d, f16 m, high bits, nibbles; q*d + m */
+    QMM_TYPE_Q8_0 = 8,  /**< 32 elements, 34 bytes: f16 d, 32 int8; q*d */
+    QMM_TYPE_Q2_K = 10, /**< 256 elements, 84 bytes: 16 4-bit scale/min pairs, 2-bit quants, f16 d, dmin */
+    QMM_TYPE_Q3_K = 11, /**< 256 elements, 110 bytes: high-bit mask, 2-bit quants, 12 bytes 6-bit scales, f16 d */
+    QMM_TYPE_Q4_K = 12, /**< 256 elements, 144 bytes: f16 d, dmin, 12 bytes 6-bit scales/mins, 128 bytes nibbles */
+    QMM_TYPE_Q5_K = 13, /**< 256 elements, 176 bytes: f16 d, dmin, scales, 32 bytes high bits, nibbles */
+    QMM_TYPE_Q6_K = 14, /**< 256 elements, 210 bytes: 128 bytes low nibbles, 64 bytes high 2 bits, 16 int8 scales, f16 d */
+    QMM_TYPE_Q8_K = 15, /**< 256 elements, 292 bytes: f32 d, 256 int8, 16 int16 block sums (activations only) */
+    QMM_TYPE_BF16 = 30, /**< bfloat16, block of 1, 2 bytes */
+    QMM_TYPE_COUNT = 31 /**< one past the largest id; ids in between may be unsupported */
+} qmm_type;
+
+/** True if `type` is an id in the table that qmm implements (any of the above). */
+QMM_API bool qmm_type_is_supported(int type);
+
+/** Lower-case GGML name ("q4_K", "bf16"), or NULL for an unsupported id. */
+QMM_API const char *qmm_type_name(qmm_type type);
+
+/**
+ * Look up a type by its GGML name (case-sensitive as GGML spells it: "q4_K", "f16";
+ * upper-case spellings like "Q4_K" are accepted too).
+ * Errors: QMM_ERR_INVALID_ARGUMENT if name/out is NULL or the name is unknown.
+ */
+QMM_API qmm_status qmm_type_from_name(const char *name, qmm_type *out);
+
+/** Elements per block (1, 32 or 256), or 0 for an unsupported id. */
+QMM_API int64_t qmm_type_block_size(qmm_type type);
+
+/** Bytes per block (e.g. 144 for q4_K), or 0 for an unsupported id. */
+QMM_API size_t qmm_type_block_bytes(qmm_type type);
+
+/** True if the type may be used as weights in qmm_weights_create (all but q8_K). */
+QMM_API bool qmm_type_is_weight(qmm_type type);
+
+/**
+ * Packed bytes of one row of k elements: (k / block_size) * block_bytes.
+ * Errors: QMM_ERR_UNSUPPORTED for an unknown type; QMM_ERR_INVALID_ARGUMENT if k <= 0, k is
+ * not a multiple of the block size, or the size overflows. `out` untouched on error.
+ */
+QMM_API qmm_status qmm_row_bytes(qmm_type type, int64_t k, size_t *out);
+
+/**
+ * Quantize `nrows` rows of k float32 (row i at src + i*k) into packed blocks of `type`
+ * (row i at dst + i*qmm_row_bytes(type,k)), with GGML's reference quantizer
+ * (quantize_row_*_ref): the bytes equal GGML's and gguf.quants'.
+ * Errors: NULL pointers, nrows < 0, k not a multiple of the block size, unknown type.
+ */
+QMM_API qmm_status qmm_quantize_rows(qmm_type type, const float *src, void *dst,
+                                     int64_t nrows, int64_t k);
+
+/**
+ * Dequantize `nrows` packed rows of k elements (row i at src + i*row_bytes) to float32
+ * (row i at dst + i*k), bit-identical to GGML's dequantize_row_*.
+ * Errors: as qmm_quantize_rows.
+ */
+QMM_API qmm_status qmm_dequantize_rows(qmm_type type, const void *src, float *dst,
+                                       int64_t nrows, int64_t k);
+
+/**
+ * Check packed rows for non-finite f16/f32 scales (d, dmin, m). Returns QMM_OK if all are
+ * finite, QMM_ERR_NUMERIC naming the first bad row and block otherwise.
+ */
+QMM_API qmm_status qmm_validate_rows(qmm_type type, const void *src, int64_t nrows,
+                                     int64_t k, size_t row_stride);
+
+/* ---------------------------------------------------------------------------------------
+ * The reference (the oracle): host memory only, single-threaded, slow and exact.
+ * ------------------------------------------------------------------------------------- */
+
+/**
+ * Y = X * W^T with W dequantized exactly, products and sums in float64, one rounding to
+ * float32 per output. Shapes and strides as at the top of this file; host pointers.
+ * Errors: QMM_ERR_INVALID_ARGUMENT for NULL pointers, m/k/n <= 0, k not a multiple of the
+ * block size, row_stride < row bytes, ldx < k, ldy < m; QMM_ERR_UNSUPPORTED for q8_K or an
+ * unknown type; QMM_ERR_OUT_OF_MEMORY.
+ */
+QMM_API qmm_status qmm_matmul_ref(qmm_type type, int64_t m, int64_t k, const void *w,
+                                  size_t row_stride, int64_t n, const float *x, int64_t ldx,
+                                  float *y, int64_t ldy);
+
+/* ---------------------------------------------------------------------------------------
+ * Contexts, weights, matmul
+ * ------------------------------------------------------------------------------------- */
+
+typedef enum qmm_backend {
+    QMM_BACKEND_CPU = 0,  /**< host memory; portable C plus runtime-dispatched x86 SIMD */
+    QMM_BACKEND_CUDA = 1  /**< NVIDIA GPUs; device pointers; ordered on the context's stream */
+} qmm_backend;
+
+/** "cpu" or "cuda" (NULL for an unknown value). */
+QMM_API const char *qmm_backend_name(qmm_backend backend);
+/** True if this build and machine can run `backend` (CUDA: built with CUDA and a GPU found). */
+QMM_API bool qmm_backend_available(qmm_backend backend);
+
+/** How a matmul is computed (../shared/DESIGN.md §4). */
+typedef enum qmm_strategy {
+    QMM_STRATEGY_AUTO = 0,          /**< the backend picks by type and n (measured thresholds) */
+    QMM_STRATEGY_REF = 1,           /**< the float64 reference (CPU only) */
+    QMM_STRATEGY_GEMV = 2,          /**< stream W once per token batch; small n */
+    QMM_STRATEGY_FUSED = 3,         /**< dequantize W tiles into fast memory inside the GEMM */
+    QMM_STRATEGY_INT8 = 4,          /**< quantize X to int8 blocks, integer dot products */
+    QMM_STRATEGY_DEQUANT_SGEMM = 5, /**< dequantize W to f32 scratch, then BLAS SGEMM */
+    QMM_STRATEGY_CACHED_F16 = 6,    /**< W dequantized once to f16 at creation, HGEMM f32-acc (CUDA) */
+    QMM_STRATEGY_FP8 = 7,           /**< E4M3 W and X with per-row scales, cuBLASLt (CUDA sm_89+) */
+    QMM_STRATEGY_COUNT = 8
+} qmm_strategy;
+
+/** "auto", "ref", "gemv", "fused", "int8", "dequant_sgemm", "cached_f16", "fp8"; NULL if unknown. */
+QMM_API const char *qmm_strategy_name(qmm_strategy strategy);
+/** Parse a strategy name. Errors: QMM_ERR_INVALID_ARGUMENT for NULL or unknown names. */
+QMM_API qmm_status qmm_strategy_from_name(const char *name, qmm_strategy *out);
+
+/** Context flags (bitwise OR). */
+enum {
+    /** Output row j depends only on X row j, bit for bit, for every n (no n-dependent paths). */
+    QMM_FLAG_BATCH_INVARIANT = 1u << 0,
+    /** qmm_weights_create checks every scale is finite (QMM_ERR_NUMERIC otherwise). */
+    QMM_FLAG_VALIDATE = 1u << 1
+};
+
+/** Parameters of a context. Get defaults from qmm_context_default_params(). */
+typedef struct qmm_context_params {
+    qmm_backend backend;   /**< default QMM_BACKEND_CPU */
+    int n_threads;         /**< CPU worker threads; 0 = all online cores (default 0) */
+    qmm_strategy strategy; /**< default QMM_STRATEGY_AUTO; the env QMM_STRATEGY overrides AUTO */
+    unsigned flags;        /**< QMM_FLAG_*; default 0 */
+    int cuda_device;       /**< CUDA device ordinal (default 0) */
+    void *cuda_stream;     /**< a cudaStream_t owned by the caller, or NULL to create one */
+} qmm_context_params;
+
+typedef struct qmm_context qmm_context; /**< opaque: backend state, threads, workspaces */
+typedef struct qmm_weights qmm_weights; /**< opaque: one weight matrix on a context's backend */
+
+/** Default parameters (CPU, all cores, auto strategy, no flags). */
+QMM_API qmm_context_params qmm_context_default_params(void);
+
+/**
+ * Create a context. `params` may be NULL for defaults. The env var QMM_STRATEGY (a strategy
+ * name), if set, replaces an AUTO strategy; an unparseable value is an error.
+ * Errors: QMM_ERR_INVALID_ARGUMENT (bad params or env), QMM_ERR_UNSUPPORTED (backend not
+ * built or no device), QMM_ERR_BACKEND, QMM_ERR_OUT_OF_MEMORY. *out is set only on success.
+ */
+QMM_API qmm_status qmm_context_create(const qmm_context_params *params, qmm_context **out);
+
+/** Free a context (NULL is a no-op). Weights made with it must be freed first. */
+QMM_API void qmm_context_free(qmm_context *ctx);
+
+/** The parameters the context runs with (threads resolved to a count, strategy after env). */
+QMM_API qmm_context_params qmm_context_get_params(const qmm_context *ctx);
+
+/** Force a strategy for later matmuls on this context (AUTO to let it choose). */
+QMM_API qmm_status qmm_context_set_strategy(qmm_context *ctx, qmm_strategy strategy);
+
+/**
+ * Make a weights object from m host rows of k elements of `type` in GGUF layout, row i at
+ * data + i*row_stride (row_stride >= qmm_row_bytes(type, k)). The bytes are copied (and may
+ * be repacked or uploaded); `data` may be freed after the call.
+ * Errors: QMM_ERR_INVALID_ARGUMENT (NULL, m or k <= 0, k not a multiple of the block size,
+ * short row_stride), QMM_ERR_UNSUPPORTED (q8_K or unknown type), QMM_ERR_NUMERIC (with
+ * QMM_FLAG_VALIDATE and a non-finite scale), QMM_ERR_OUT_OF_MEMORY, QMM_ERR_BACKEND.
+ */
+QMM_API qmm_status qmm_weights_create(qmm_context *ctx, qmm_type type, int64_t m, int64_t k,
+                                      const void *data, size_t row_stride, qmm_weights **out);
+
+/** Free a weights object (NULL is a no-op). */
+QMM_API void qmm_weights_free(qmm_weights *w);
+
+/** Shape and type of a weights object (any out pointer may be NULL). */
+QMM_API void qmm_weights_shape(const qmm_weights *w, qmm_type *type, int64_t *m, int64_t *k);
+
+/**
+ * Y[n][m] = X[n][k] * W[m][k]^T on the context's backend with its strategy.
+ * x: n rows of k float32, stride ldx >= k; y: n rows of m float32, stride ldy >= m; both in
+ * the backend's memory space; x and y must not overlap. n >= 1.
+ * Errors: QMM_ERR_INVALID_ARGUMENT (NULL, n <= 0, ldx < k, ldy < m, weights of another
+ * context), QMM_ERR_UNSUPPORTED (forced strategy not available for this type/backend),
+ * QMM_ERR_BACKEND. On error Y is not written.
+ */
+QMM_API qmm_status qmm_matmul(qmm_context *ctx, const qmm_weights *w, int64_t n,
+                              const float *x, int64_t ldx, float *y, int64_t ldy);
+
+/**
+ * The strategy qmm_matmul would run for these weights and n on this context (resolving
+ * AUTO), or an error if the forced strategy is not available for the type/backend.
+ */
+QMM_API qmm_status qmm_matmul_strategy(const qmm_context *ctx, const qmm_weights *w,
+                                       int64_t n, qmm_strategy *out);
+
+/* ---------------------------------------------------------------------------------------
+ * Buffers and timing in the backend's memory space (convenience for tools and tests)
+ * ------------------------------------------------------------------------------------- */
+
+/**
+ * Allocate `bytes` (> 0) in the context's memory space: 64-byte aligned host memory for the
+ * CPU, device memory (cudaMalloc) for CUDA. Contents are undefined.
+ * Errors: QMM_ERR_INVALID_ARGUMENT, QMM_ERR_OUT_OF_MEMORY, QMM_ERR_BACKEND.
+ */
+QMM_API qmm_status qmm_buffer_alloc(qmm_context *ctx, size_t bytes, void **out);
+
+/** Free a buffer from qmm_buffer_alloc on the same context (NULL is a no-op). */
+QMM_API void qmm_buffer_free(qmm_context *ctx, void *buf);
+
+/** Copy `bytes` from host memory into a context buffer; returns when the copy is complete. */
+QMM_API qmm_status qmm_buffer_upload(qmm_context *ctx, void *dst, const void *src_host,
+                                     size_t bytes);
+
+/** Copy `bytes` from a context buffer to host memory, after all work queued on the context. */
+QMM_API qmm_status qmm_buffer_download(qmm_context *ctx, void *dst_host, const void *src,
+                                       size_t bytes);
+
+/** Wait until all work queued on the context is complete (a no-op on the CPU). */
+QMM_API qmm_status qmm_context_synchronize(qmm_context *ctx);
+
+/**
+ * Time a region of work queued on the context: qmm_timer_begin marks the start (a CUDA
+ * event recorded on the stream; a monotonic clock read on the CPU), qmm_timer_end marks the
+ * end, waits for it and returns the elapsed milliseconds. Not reentrant per context.
+ */
+QMM_API qmm_status qmm_timer_begin(qmm_context *ctx);
+QMM_API qmm_status qmm_timer_end(qmm_context *ctx, double *ms);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* QMM_H */
