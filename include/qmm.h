@@ -280,6 +280,37 @@ QMM_API qmm_status qmm_matmul_strategy(const qmm_context *ctx, const qmm_weights
                                        int64_t n, qmm_strategy *out);
 
 /* ---------------------------------------------------------------------------------------
+ * Comparing an output with the reference
+ * ------------------------------------------------------------------------------------- */
+
+/** How far an output is from the reference (see qmm_compare). */
+typedef struct qmm_diff {
+    double nmse;        /**< sum (out-ref)^2 / sum ref^2 (ggml's normalized MSE); 0 if both all 0 */
+    double max_abs_err; /**< max |out - ref| over finite outputs */
+    double max_rel_err; /**< max |out - ref| / max |ref|: error relative to the output's scale */
+    double ref_max_abs; /**< max |ref| */
+    int64_t n_nonfinite;/**< outputs that are NaN or Inf (any > 0 is a failure) */
+    int64_t worst_row;  /**< row (0..n-1) and column (0..m-1) of the largest |out - ref| */
+    int64_t worst_col;
+    double checksum_out;/**< sum of out (finite values), printed by tools to catch all-zero runs */
+    double checksum_ref;/**< sum of ref */
+} qmm_diff;
+
+/**
+ * Compare n rows of m floats `out` (stride ldo) with `ref` (stride ldr), host memory.
+ * A non-finite ref value is compared as a mismatch too (counted in n_nonfinite).
+ * Errors: QMM_ERR_INVALID_ARGUMENT for NULL pointers, n or m <= 0, strides < m.
+ */
+QMM_API qmm_status qmm_compare(int64_t n, int64_t m, const float *out, int64_t ldo,
+                               const float *ref, int64_t ldr, qmm_diff *diff);
+
+/**
+ * True if `d` passes the limits: no non-finite value, nmse <= max_nmse and
+ * max_rel_err <= max_rel. Each path documents its limits in docs/KERNELS.md.
+ */
+QMM_API bool qmm_diff_ok(const qmm_diff *d, double max_nmse, double max_rel);
+
+/* ---------------------------------------------------------------------------------------
  * Buffers and timing in the backend's memory space (convenience for tools and tests)
  * ------------------------------------------------------------------------------------- */
 
