@@ -1,0 +1,218 @@
+/*
+ * quants_k.c — the K-quant formats q2_K, q3_K, q4_K, q5_K, q6_K: dequantization and the
+ * reference quantizers (no importance weights).
+ *
+ * Source of the formats and algorithms: ggml's ggml-common.h (block layouts) and
+ * ggml-quants.c (dequantize_row_*, quantize_row_*_ref); gguf-py's gguf/quants.py
+ * (dequantization). Dequantization performs the same float operations in the same order as
+ * ggml, so results are bit-identical; the quantizers reproduce ggml's bytes (see
+ * kquant_search.h for the shared scale searches and the floating-point requirements).
+ *
+ * Super-blocks hold QK_K = 256 elements. Every function here handles one row of k elements,
+ * k a multiple of 256 (the caller checks this).
+ */
+#include <math.h>
+#include <string.h>
+
+#include "formats/blocks.h"
+#include "formats/kquant_search.h"
+#include "formats/quants.h"
+
+/* ---------------------------------------------------------------------------------------
+ * IEEE binary16 <-> binary32 (local until fmt1's fp16.h lands; exact / round-to-nearest-even
+ * like ggml's GGML_FP16_TO_FP32 / GGML_FP32_TO_FP16).
+ * ------------------------------------------------------------------------------------- */
+static inline float kq_half_to_float(qmm_half h) {
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16;
+    uint32_t exp = (h >> 10) & 0x1F;
+    uint32_t man = h & 0x3FF;
+    uint32_t bits;
+    if (exp == 0x1F) {
+        bits = sign | 0x7F800000u | (man << 13);
+    } else if (exp != 0) {
+        bits = sign | ((exp + 112) << 23) | (man << 13);
+    } else if (man == 0) {
+        bits = sign;
+    } else {
+        /* subnormal: normalize */
+        int e = -1;
+        do { man <<= 1; e++; } while (!(man & 0x400));
+        bits = sign | ((uint32_t)(112 - e) << 23) | ((man & 0x3FF) << 13);
+    }
+    float f;
+    memcpy(&f, &bits, sizeof(f));
+    return f;
+}
+
+static inline qmm_half kq_float_to_half(float f) {
+    uint32_t x;
+    memcpy(&x, &f, sizeof(x));
+    uint32_t sign = (x >> 16) & 0x8000;
+    uint32_t ax = x & 0x7FFFFFFFu;
+    if (ax > 0x7F800000u) { /* NaN: keep it quiet, keep top payload bits */
+        return (qmm_half)(sign | 0x7E00 | ((ax >> 13) & 0x3FF));
+    }
+    if (ax >= 0x477FF000u) { /* rounds to >= 65536 (or is Inf) */
+        return (qmm_half)(sign | 0x7C00);
+    }
+    if (ax < 0x38800000u) { /* below the smallest normal half: subnormal or zero */
+        if (ax < 0x33000000u) { /* < 2^-25: rounds to zero (2^-25 itself ties to even 0) */
+            return (qmm_half)sign;
+        }
+        uint32_t e = ax >> 23;
+        uint32_t man = (ax & 0x7FFFFF) | 0x800000;
+        uint32_t shift = 126 - e; /* 14..24 */
+        uint32_t q = man >> shift;
+        uint32_t rem = man & ((1u << shift) - 1);
+        uint32_t half = 1u << (shift - 1);
+        if (rem > half || (rem == half && (q & 1))) q++;
+        return (qmm_half)(sign | q);
+    }
+    uint32_t r = ax - 0x38000000u; /* rebias exponent 127 -> 15 */
+    uint32_t q = r >> 13;
+    uint32_t rem = r & 0x1FFF;
+    if (rem > 0x1000 || (rem == 0x1000 && (q & 1))) q++;
+    return (qmm_half)(sign | q);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Dequantization
+ * ------------------------------------------------------------------------------------- */
+
+/* q2_K: y = d*sc*q - dmin*mn per 16-element sub-block; q is 2 bits. Byte qs[32*h + l]
+ * holds, in bit pairs 0..3, elements 128*h + l + 32*p (p = pair index). */
+void qmm_dequantize_row_q2_K(const void *src, float *dst, int64_t k) {
+    const block_q2_K *x = (const block_q2_K *)src;
+    const int64_t nb = k / QK_K;
+    for (int64_t i = 0; i < nb; i++) {
+        const float d = kq_half_to_float(x[i].d);
+        const float dmin = kq_half_to_float(x[i].dmin);
+        float *y = dst + i * QK_K;
+        for (int h = 0; h < 2; h++) {
+            const uint8_t *q = x[i].qs + 32 * h;
+            for (int p = 0; p < 4; p++) {
+                const int shift = 2 * p;
+                for (int half = 0; half < 2; half++) {
+                    const uint8_t sc = x[i].scales[8 * h + 2 * p + half];
+                    const float dl = d * (float)(sc & 0xF);
+                    const float ml = dmin * (float)(sc >> 4);
+                    for (int l = 0; l < 16; l++) {
+                        const int qv = (q[16 * half + l] >> shift) & 3;
+                        y[128 * h + 32 * p + 16 * half + l] = dl * (float)qv - ml;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* The signed 6-bit scale (-32..31) of q3_K sub-block j (0..15) from the 12 packed bytes:
+ * low 4 bits in the low (j < 8) or high (j >= 8) nibble of byte j % 8, top 2 bits in bit
+ * pair j / 4 of byte 8 + j % 4; stored with an offset of 32. */
+static inline int q3_K_scale(const uint8_t *scales, int j) {
+    const int lo = j < 8 ? (scales[j] & 0xF) : (scales[j - 8] >> 4);
+    const int hi = (scales[8 + j % 4] >> (2 * (j / 4))) & 3;
+    return (lo | (hi << 4)) - 32;
+}
+
+/* q3_K: y = d*(sc-32)*(q - (hbit ? 0 : 4)); low 2 bits as q2_K, the high bit of element
+ * 128*h + 32*p + l (l < 32) is bit 4*h + p of hmask[l]. */
+void qmm_dequantize_row_q3_K(const void *src, float *dst, int64_t k) {
+    const block_q3_K *x = (const block_q3_K *)src;
+    const int64_t nb = k / QK_K;
+    for (int64_t i = 0; i < nb; i++) {
+        const float d_all = kq_half_to_float(x[i].d);
+        float *y = dst + i * QK_K;
+        for (int h = 0; h < 2; h++) {
+            const uint8_t *q = x[i].qs + 32 * h;
+            for (int p = 0; p < 4; p++) {
+                const int shift = 2 * p;
+                const uint8_t hbit = (uint8_t)(1u << (4 * h + p));
+                for (int half = 0; half < 2; half++) {
+                    const float dl = d_all * (float)q3_K_scale(x[i].scales, 8 * h + 2 * p + half);
+                    for (int l = 16 * half; l < 16 * half + 16; l++) {
+                        const int qv = ((q[l] >> shift) & 3) - ((x[i].hmask[l] & hbit) ? 0 : 4);
+                        y[128 * h + 32 * p + l] = dl * (float)qv;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* q4_K: y = d*sc*q - dmin*mn per 32-element sub-block; byte qs[32*c + l] holds element
+ * 64*c + l in its low nibble and 64*c + 32 + l in its high nibble. */
+void qmm_dequantize_row_q4_K(const void *src, float *dst, int64_t k) {
+    const block_q4_K *x = (const block_q4_K *)src;
+    const int64_t nb = k / QK_K;
+    for (int64_t i = 0; i < nb; i++) {
+        const float d = kq_half_to_float(x[i].d);
+        const float dmin = kq_half_to_float(x[i].dmin);
+        float *y = dst + i * QK_K;
+        for (int c = 0; c < 4; c++) {
+            const uint8_t *q = x[i].qs + 32 * c;
+            uint8_t sc, m;
+            qmm_kq_get_scale_min_k4(2 * c, x[i].scales, &sc, &m);
+            const float d1 = d * (float)sc, m1 = dmin * (float)m;
+            qmm_kq_get_scale_min_k4(2 * c + 1, x[i].scales, &sc, &m);
+            const float d2 = d * (float)sc, m2 = dmin * (float)m;
+            for (int l = 0; l < 32; l++) y[64 * c + l] = d1 * (float)(q[l] & 0xF) - m1;
+            for (int l = 0; l < 32; l++) y[64 * c + 32 + l] = d2 * (float)(q[l] >> 4) - m2;
+        }
+    }
+}
+
+/* q5_K: as q4_K, plus bit 4 of element 64*c + l (+32) in bit 2c (2c+1) of qh[l]. */
+void qmm_dequantize_row_q5_K(const void *src, float *dst, int64_t k) {
+    const block_q5_K *x = (const block_q5_K *)src;
+    const int64_t nb = k / QK_K;
+    for (int64_t i = 0; i < nb; i++) {
+        const float d = kq_half_to_float(x[i].d);
+        const float dmin = kq_half_to_float(x[i].dmin);
+        const uint8_t *qh = x[i].qh;
+        float *y = dst + i * QK_K;
+        for (int c = 0; c < 4; c++) {
+            const uint8_t *ql = x[i].qs + 32 * c;
+            const uint8_t u1 = (uint8_t)(1u << (2 * c)), u2 = (uint8_t)(2u << (2 * c));
+            uint8_t sc, m;
+            qmm_kq_get_scale_min_k4(2 * c, x[i].scales, &sc, &m);
+            const float d1 = d * (float)sc, m1 = dmin * (float)m;
+            qmm_kq_get_scale_min_k4(2 * c + 1, x[i].scales, &sc, &m);
+            const float d2 = d * (float)sc, m2 = dmin * (float)m;
+            for (int l = 0; l < 32; l++) {
+                const int qv = (ql[l] & 0xF) + ((qh[l] & u1) ? 16 : 0);
+                y[64 * c + l] = d1 * (float)qv - m1;
+            }
+            for (int l = 0; l < 32; l++) {
+                const int qv = (ql[l] >> 4) + ((qh[l] & u2) ? 16 : 0);
+                y[64 * c + 32 + l] = d2 * (float)qv - m2;
+            }
+        }
+    }
+}
+
+/* q6_K: y = d*sc*(q-32), q = 4 low bits | 2 high bits << 4. In half h (128 elements),
+ * element 128*h + 32*p + l (p = 0..3, l < 32) has its low nibble in ql[64*h + l + 32*(p&1)]
+ * (low nibble for p < 2, high for p >= 2), its high bits in bit pair p of qh[32*h + l], and
+ * its scale in scales[8*h + 2*p + l/16]. */
+void qmm_dequantize_row_q6_K(const void *src, float *dst, int64_t k) {
+    const block_q6_K *x = (const block_q6_K *)src;
+    const int64_t nb = k / QK_K;
+    for (int64_t i = 0; i < nb; i++) {
+        const float d = kq_half_to_float(x[i].d);
+        float *y = dst + i * QK_K;
+        for (int h = 0; h < 2; h++) {
+            const uint8_t *ql = x[i].ql + 64 * h;
+            const uint8_t *qh = x[i].qh + 32 * h;
+            const int8_t *sc = x[i].scales + 8 * h;
+            for (int p = 0; p < 4; p++) {
+                for (int l = 0; l < 32; l++) {
+                    const int lo = (ql[l + 32 * (p & 1)] >> (4 * (p >> 1))) & 0xF;
+                    const int hi = (qh[l] >> (2 * p)) & 3;
+                    const int qv = (lo | (hi << 4)) - 32;
+                    y[128 * h + 32 * p + l] = d * (float)sc[2 * p + l / 16] * (float)qv;
+                }
+            }
+        }
+    }
+}
