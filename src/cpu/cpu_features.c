@@ -1,0 +1,174 @@
+/*
+ * cpu_features.c — CPUID/XGETBV detection, the Linux AMX permission request, and the
+ * QMM_CPU_ISA override. Bit positions: Intel SDM vol. 2A (CPUID leaf 1 and leaf 7) and
+ * vol. 1 ch. 13 (XCR0); the permission call: Linux Documentation/arch/x86/xstate.rst.
+ * This file must stay free of ISA-specific compiler flags: it only reads bits.
+ */
+#include "cpu/cpu_features.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/internal.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#  include <cpuid.h>
+#  define QMM_X86 1
+#endif
+#if defined(__linux__) && defined(__x86_64__)
+#  include <sys/syscall.h>
+#  include <unistd.h>
+#  define QMM_ARCH_GET_XCOMP_PERM 0x1022
+#  define QMM_ARCH_REQ_XCOMP_PERM 0x1023
+#  define QMM_XFEATURE_XTILEDATA 18
+#endif
+
+static qmm_cpu_features g_features;
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+
+#if defined(QMM_X86)
+static uint64_t read_xcr0(void) {
+    uint32_t eax, edx;
+    __asm__ volatile("xgetbv" : "=a"(eax), "=d"(edx) : "c"(0));
+    return ((uint64_t)edx << 32) | eax;
+}
+
+/* Ask Linux for permission to use AMX tile data in this process (idempotent). */
+static bool request_amx_permission(void) {
+#if defined(QMM_ARCH_REQ_XCOMP_PERM)
+    if (syscall(SYS_arch_prctl, QMM_ARCH_REQ_XCOMP_PERM, QMM_XFEATURE_XTILEDATA) != 0)
+        return false;
+    unsigned long mask = 0;
+    if (syscall(SYS_arch_prctl, QMM_ARCH_GET_XCOMP_PERM, &mask) != 0) return false;
+    return (mask >> QMM_XFEATURE_XTILEDATA) & 1u;
+#else
+    return false;
+#endif
+}
+#endif
+
+static void detect(void) {
+    qmm_cpu_features *f = &g_features;
+    memset(f, 0, sizeof *f);
+#if defined(QMM_X86)
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return;
+    bool osxsave = (c >> 27) & 1u;
+    f->fma = (c >> 12) & 1u;
+    f->f16c = (c >> 29) & 1u;
+    bool avx = (c >> 28) & 1u;
+    unsigned max_leaf = __get_cpuid_max(0, NULL);
+    if (max_leaf >= 7) {
+        __cpuid_count(7, 0, a, b, c, d);
+        f->avx2 = (b >> 5) & 1u;
+        f->avx512f = (b >> 16) & 1u;
+        f->avx512dq = (b >> 17) & 1u;
+        f->avx512bw = (b >> 30) & 1u;
+        f->avx512vl = (b >> 31) & 1u;
+        f->avx512vnni = (c >> 11) & 1u;
+        f->amx_bf16 = (d >> 22) & 1u;
+        f->avx512fp16 = (d >> 23) & 1u;
+        f->amx_tile = (d >> 24) & 1u;
+        f->amx_int8 = (d >> 25) & 1u;
+        __cpuid_count(7, 1, a, b, c, d);
+        f->avx512bf16 = (a >> 5) & 1u;
+    }
+    if (osxsave && avx) {
+        uint64_t xcr0 = read_xcr0();
+        f->os_ymm = (xcr0 & 0x6) == 0x6;
+        f->os_zmm = f->os_ymm && (xcr0 & 0xe0) == 0xe0;
+        f->os_amx = f->os_zmm && (xcr0 & 0x60000) == 0x60000;
+    }
+    if (f->os_amx && f->amx_tile && f->amx_bf16 && f->amx_int8)
+        f->amx_permitted = request_amx_permission();
+#endif
+}
+
+const qmm_cpu_features *qmm_cpu_features_get(void) {
+    pthread_once(&g_once, detect);
+    return &g_features;
+}
+
+/* The first feature `isa` needs that this machine lacks, or NULL if it has them all. */
+static const char *missing_feature(qmm_cpu_isa isa) {
+    const qmm_cpu_features *f = qmm_cpu_features_get();
+    if (isa >= QMM_CPU_ISA_AVX2) {
+        if (!f->avx2) return "the CPU lacks AVX2";
+        if (!f->fma) return "the CPU lacks FMA";
+        if (!f->f16c) return "the CPU lacks F16C";
+        if (!f->os_ymm) return "the OS does not enable AVX (YMM) state in XCR0";
+    }
+    if (isa >= QMM_CPU_ISA_AVX512) {
+        if (!f->avx512f) return "the CPU lacks AVX512F";
+        if (!f->avx512bw) return "the CPU lacks AVX512BW";
+        if (!f->avx512vl) return "the CPU lacks AVX512VL";
+        if (!f->avx512dq) return "the CPU lacks AVX512DQ";
+        if (!f->avx512vnni) return "the CPU lacks AVX512-VNNI";
+        if (!f->os_zmm) return "the OS does not enable AVX-512 (ZMM, opmask) state in XCR0";
+    }
+    if (isa >= QMM_CPU_ISA_AMX) {
+        if (!f->avx512bf16) return "the CPU lacks AVX512-BF16";
+        if (!f->amx_tile) return "the CPU lacks AMX-TILE";
+        if (!f->amx_bf16) return "the CPU lacks AMX-BF16";
+        if (!f->amx_int8) return "the CPU lacks AMX-INT8";
+        if (!f->os_amx) return "the OS does not enable AMX tile state in XCR0";
+        if (!f->amx_permitted)
+            return "Linux refused AMX tile data (arch_prctl ARCH_REQ_XCOMP_PERM)";
+    }
+    return NULL;
+}
+
+bool qmm_cpu_isa_supported(qmm_cpu_isa isa) {
+    if ((int)isa < 0 || isa >= QMM_CPU_ISA_COUNT) return false;
+    return missing_feature(isa) == NULL;
+}
+
+qmm_cpu_isa qmm_cpu_isa_best(void) {
+    qmm_cpu_isa best = QMM_CPU_ISA_GENERIC;
+    for (int i = QMM_CPU_ISA_AVX2; i < QMM_CPU_ISA_COUNT; i++)
+        if (qmm_cpu_isa_supported((qmm_cpu_isa)i)) best = (qmm_cpu_isa)i;
+        else break;
+    return best;
+}
+
+static const char *const isa_names[QMM_CPU_ISA_COUNT] = {"generic", "avx2", "avx512", "amx"};
+
+const char *qmm_cpu_isa_name(qmm_cpu_isa isa) {
+    if ((int)isa < 0 || isa >= QMM_CPU_ISA_COUNT) return NULL;
+    return isa_names[isa];
+}
+
+qmm_status qmm_cpu_isa_from_name(const char *name, qmm_cpu_isa *out) {
+    if (name == NULL || out == NULL)
+        return qmm_error(QMM_ERR_INVALID_ARGUMENT, "qmm_cpu_isa_from_name: NULL argument");
+    for (int i = 0; i < QMM_CPU_ISA_COUNT; i++) {
+        if (strcmp(name, isa_names[i]) == 0) {
+            *out = (qmm_cpu_isa)i;
+            return QMM_OK;
+        }
+    }
+    return qmm_error(QMM_ERR_INVALID_ARGUMENT,
+                     "unknown CPU ISA level \"%s\" (expected generic, avx2, avx512 or amx)",
+                     name);
+}
+
+qmm_status qmm_cpu_isa_select(qmm_cpu_isa *out) {
+    const char *env = getenv("QMM_CPU_ISA");
+    if (env == NULL || env[0] == '\0') {
+        *out = qmm_cpu_isa_best();
+        return QMM_OK;
+    }
+    qmm_cpu_isa isa = QMM_CPU_ISA_GENERIC;
+    if (qmm_cpu_isa_from_name(env, &isa) != QMM_OK)
+        return qmm_error(QMM_ERR_INVALID_ARGUMENT,
+                         "QMM_CPU_ISA=\"%s\" is not one of generic, avx2, avx512, amx", env);
+    const char *why = missing_feature(isa);
+    if (why != NULL)
+        return qmm_error(QMM_ERR_UNSUPPORTED,
+                         "QMM_CPU_ISA=%s cannot run on this machine: %s (best level here: %s)",
+                         env, why, isa_names[qmm_cpu_isa_best()]);
+    *out = isa;
+    return QMM_OK;
+}
