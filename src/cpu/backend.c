@@ -1,0 +1,235 @@
+/*
+ * backend.c — the CPU backend: contexts (threads, scratch), packed weights, strategy table
+ * and dispatch, host buffers and the monotonic timer.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cpu/cpu_internal.h"
+
+/* ---------------------------------------------------------------------------------------
+ * The strategy table: the ONE place a CPU strategy implementation is registered. resolve()
+ * takes the first entry of the requested strategy whose supports() accepts; ISA-specific
+ * entries (src/cpu/x86/) go before the portable entry of the same strategy.
+ * ------------------------------------------------------------------------------------- */
+
+static const qmm_cpu_impl cpu_impls[] = {
+    {QMM_STRATEGY_REF, "ref", NULL, qmm_cpu_matmul_ref},
+    {QMM_STRATEGY_GEMV, "gemv_portable", NULL, qmm_cpu_matmul_gemv},
+    {QMM_STRATEGY_FUSED, "fused_portable", NULL, qmm_cpu_matmul_fused},
+    {QMM_STRATEGY_DEQUANT_SGEMM, "dequant_sgemm_openblas", qmm_cpu_dequant_sgemm_supports,
+     qmm_cpu_matmul_dequant_sgemm},
+};
+#define N_CPU_IMPLS (sizeof cpu_impls / sizeof cpu_impls[0])
+
+/* First implementation of `s` that can run; *why gets the last refusal's reason. */
+static const qmm_cpu_impl *find_impl(const qmm_context *ctx, qmm_type type, qmm_strategy s,
+                                     const char **why) {
+    *why = "it is not implemented on the CPU backend";
+    for (size_t i = 0; i < N_CPU_IMPLS; i++) {
+        if (cpu_impls[i].strategy != s) continue;
+        if (cpu_impls[i].supports == NULL || cpu_impls[i].supports(ctx, type, why))
+            return &cpu_impls[i];
+    }
+    return NULL;
+}
+
+qmm_status qmm_cpu_matmul_ref(qmm_context *ctx, const qmm_weights *w, int64_t n,
+                              const float *x, int64_t ldx, float *y, int64_t ldy) {
+    (void)ctx;
+    const qmm_cpu_weights *cw = w->backend;
+    return qmm_matmul_ref(w->type, w->m, w->k, cw->data, cw->stride, n, x, ldx, y, ldy);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Scratch
+ * ------------------------------------------------------------------------------------- */
+
+static size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
+
+qmm_status qmm_cpu_scratch_grow(qmm_cpu_scratch *s, size_t bytes) {
+    if (bytes <= s->bytes) return QMM_OK;
+    if (bytes > SIZE_MAX - QMM_CPU_ALIGN)
+        return qmm_error(QMM_ERR_OUT_OF_MEMORY, "CPU scratch of %zu bytes is too large", bytes);
+    size_t size = round_up(bytes, QMM_CPU_ALIGN);
+    void *p = aligned_alloc(QMM_CPU_ALIGN, size);
+    if (p == NULL)
+        return qmm_error(QMM_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes of CPU scratch", size);
+    free(s->ptr);
+    s->ptr = p;
+    s->bytes = size;
+    return QMM_OK;
+}
+
+qmm_status qmm_cpu_scratch_reserve(qmm_cpu_state *st, size_t bytes) {
+    for (int i = 0; i < st->n_threads; i++) {
+        qmm_status s = qmm_cpu_scratch_grow(&st->per_thread[i], bytes);
+        if (s != QMM_OK) return s;
+    }
+    return QMM_OK;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Contexts and weights
+ * ------------------------------------------------------------------------------------- */
+
+static qmm_status cpu_context_init(qmm_context *ctx) {
+    int nt = ctx->params.n_threads;
+    if (nt == 0) {
+        long online = sysconf(_SC_NPROCESSORS_ONLN);
+        nt = online < 1 ? 1 : online > 4096 ? 4096 : (int)online;
+    }
+    qmm_cpu_state *st = calloc(1, sizeof *st);
+    qmm_cpu_scratch *slots = calloc((size_t)nt, sizeof *slots);
+    if (st == NULL || slots == NULL) {
+        free(st);
+        free(slots);
+        return qmm_error(QMM_ERR_OUT_OF_MEMORY, "CPU context: out of memory for %d threads", nt);
+    }
+    st->n_threads = nt;
+    st->per_thread = slots;
+    st->panel = qmm_cpu_panel_f32_select();
+    ctx->params.n_threads = nt;
+    ctx->backend = st;
+    qmm_log(1, "cpu backend: %d threads, f32 panel kernel '%s'", nt, st->panel->name);
+    return QMM_OK;
+}
+
+static void cpu_context_release(qmm_context *ctx) {
+    qmm_cpu_state *st = ctx->backend;
+    if (st == NULL) return;
+    for (int i = 0; i < st->n_threads; i++) free(st->per_thread[i].ptr);
+    free(st->per_thread);
+    free(st->shared.ptr);
+    free(st);
+    ctx->backend = NULL;
+}
+
+static qmm_status cpu_weights_init(qmm_context *ctx, qmm_weights *w, const void *data,
+                                   size_t row_stride) {
+    (void)ctx;
+    size_t stride = round_up(w->row_bytes, QMM_CPU_ALIGN), total;
+    if (stride < w->row_bytes || !qmm_mul_size(stride, (size_t)w->m, &total))
+        return qmm_error(QMM_ERR_INVALID_ARGUMENT, "weights of m=%lld rows of %zu bytes overflow",
+                         (long long)w->m, w->row_bytes);
+    qmm_cpu_weights *cw = calloc(1, sizeof *cw);
+    unsigned char *buf = aligned_alloc(QMM_CPU_ALIGN, total);
+    if (cw == NULL || buf == NULL) {
+        free(cw);
+        free(buf);
+        return qmm_error(QMM_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes for weights", total);
+    }
+    for (int64_t i = 0; i < w->m; i++) {
+        unsigned char *dst = buf + (size_t)i * stride;
+        memcpy(dst, (const unsigned char *)data + (size_t)i * row_stride, w->row_bytes);
+        memset(dst + w->row_bytes, 0, stride - w->row_bytes); /* defined padding */
+    }
+    cw->data = buf;
+    cw->stride = stride;
+    w->backend = cw;
+    return QMM_OK;
+}
+
+static void cpu_weights_release(qmm_weights *w) {
+    qmm_cpu_weights *cw = w->backend;
+    if (cw == NULL) return;
+    free(cw->data);
+    free(cw);
+    w->backend = NULL;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Dispatch
+ * ------------------------------------------------------------------------------------- */
+
+static qmm_status cpu_resolve(const qmm_context *ctx, const qmm_weights *w, int64_t n,
+                              qmm_strategy requested, qmm_strategy *out) {
+    qmm_strategy s = requested;
+    if (s == QMM_STRATEGY_AUTO)
+        s = n <= QMM_CPU_AUTO_GEMV_MAX_N ? QMM_STRATEGY_GEMV : QMM_STRATEGY_FUSED;
+    const char *why;
+    if (find_impl(ctx, w->type, s, &why) == NULL)
+        return qmm_error(QMM_ERR_UNSUPPORTED, "strategy %s is not available for %s weights on "
+                         "the CPU backend: %s", qmm_strategy_name(s) ? qmm_strategy_name(s) : "?",
+                         qmm_type_name(w->type) ? qmm_type_name(w->type) : "?", why);
+    *out = s;
+    return QMM_OK;
+}
+
+static qmm_status cpu_matmul(qmm_context *ctx, const qmm_weights *w, qmm_strategy strategy,
+                             int64_t n, const float *x, int64_t ldx, float *y, int64_t ldy) {
+    const char *why;
+    const qmm_cpu_impl *impl = find_impl(ctx, w->type, strategy, &why);
+    if (impl == NULL)
+        return qmm_error(QMM_ERR_UNSUPPORTED, "strategy %d is not available on the CPU backend: %s",
+                         (int)strategy, why);
+    qmm_log(2, "cpu matmul: %s, m=%lld k=%lld n=%lld", impl->name, (long long)w->m,
+            (long long)w->k, (long long)n);
+    return impl->run(ctx, w, n, x, ldx, y, ldy);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Buffers, ordering, timing
+ * ------------------------------------------------------------------------------------- */
+
+static qmm_status cpu_buffer_alloc(qmm_context *ctx, size_t bytes, void **out) {
+    (void)ctx;
+    if (bytes > SIZE_MAX - QMM_CPU_ALIGN)
+        return qmm_error(QMM_ERR_OUT_OF_MEMORY, "qmm_buffer_alloc: %zu bytes is too large", bytes);
+    void *p = aligned_alloc(QMM_CPU_ALIGN, round_up(bytes, QMM_CPU_ALIGN));
+    if (p == NULL)
+        return qmm_error(QMM_ERR_OUT_OF_MEMORY, "qmm_buffer_alloc: cannot allocate %zu bytes", bytes);
+    *out = p;
+    return QMM_OK;
+}
+
+static void cpu_buffer_free(qmm_context *ctx, void *buf) {
+    (void)ctx;
+    free(buf);
+}
+
+static qmm_status cpu_copy(qmm_context *ctx, void *dst, const void *src, size_t bytes) {
+    (void)ctx;
+    memmove(dst, src, bytes);
+    return QMM_OK;
+}
+
+static qmm_status cpu_synchronize(qmm_context *ctx) {
+    (void)ctx;
+    return QMM_OK;
+}
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+static qmm_status cpu_timer_begin(qmm_context *ctx) {
+    ((qmm_cpu_state *)ctx->backend)->timer_start_ms = now_ms();
+    return QMM_OK;
+}
+
+static qmm_status cpu_timer_end(qmm_context *ctx, double *ms) {
+    *ms = now_ms() - ((qmm_cpu_state *)ctx->backend)->timer_start_ms;
+    return QMM_OK;
+}
+
+const qmm_backend_ops qmm_cpu_backend_ops = {
+    .name = "cpu",
+    .context_init = cpu_context_init,
+    .context_release = cpu_context_release,
+    .weights_init = cpu_weights_init,
+    .weights_release = cpu_weights_release,
+    .resolve = cpu_resolve,
+    .matmul = cpu_matmul,
+    .buffer_alloc = cpu_buffer_alloc,
+    .buffer_free = cpu_buffer_free,
+    .upload = cpu_copy,
+    .download = cpu_copy,
+    .synchronize = cpu_synchronize,
+    .timer_begin = cpu_timer_begin,
+    .timer_end = cpu_timer_end,
+};
