@@ -216,3 +216,280 @@ void qmm_dequantize_row_q6_K(const void *src, float *dst, int64_t k) {
         }
     }
 }
+
+/* ---------------------------------------------------------------------------------------
+ * Reference quantization (ggml's quantize_row_*_ref: no importance weights)
+ * ------------------------------------------------------------------------------------- */
+
+/* Pack 2-bit quants L[0..255] (values 0..3) the way q2_K/q3_K store them: byte 32*h + l
+ * holds elements 128*h + l + 32*p in bit pair p. */
+static void pack_2bit(const uint8_t *L, uint8_t *qs) {
+    for (int j = 0; j < QK_K; j += 128) {
+        for (int l = 0; l < 32; ++l) {
+            qs[j / 4 + l] = (uint8_t)(L[j + l] | (L[j + l + 32] << 2) | (L[j + l + 64] << 4) |
+                                      (L[j + l + 96] << 6));
+        }
+    }
+}
+
+void qmm_quantize_row_q2_K_ref(const float *src, void *dst, int64_t k) {
+    block_q2_K *y = (block_q2_K *)dst;
+    const int64_t nb = k / QK_K;
+    const float q4scale = 15.f;
+    uint8_t L[QK_K], Laux[16];
+    float weights[16], mins[QK_K / 16], scales[QK_K / 16];
+
+    for (int64_t i = 0; i < nb; i++) {
+        const float *x = src + i * QK_K;
+        float max_scale = 0.0f, max_min = 0.0f; /* scales are >= 0 since the min is deducted */
+        for (int j = 0; j < QK_K / 16; ++j) {
+            for (int l = 0; l < 16; ++l) weights[l] = fabsf(x[16 * j + l]);
+            scales[j] = qmm_kq_make_qkx2_quants(16, 3, x + 16 * j, weights, L + 16 * j, &mins[j],
+                                                Laux, -0.5f, 0.1f, 15, true);
+            if (scales[j] > max_scale) max_scale = scales[j];
+            if (mins[j] > max_min) max_min = mins[j];
+        }
+
+        if (max_scale > 0.0f) {
+            const float iscale = q4scale / max_scale;
+            for (int j = 0; j < QK_K / 16; ++j) {
+                y[i].scales[j] = (uint8_t)qmm_kq_nearest_int(iscale * scales[j]);
+            }
+            y[i].d = kq_float_to_half(max_scale / q4scale);
+        } else {
+            memset(y[i].scales, 0, sizeof(y[i].scales));
+            y[i].d = kq_float_to_half(0.0f);
+        }
+        if (max_min > 0.0f) {
+            const float iscale = q4scale / max_min;
+            for (int j = 0; j < QK_K / 16; ++j) {
+                const int l = qmm_kq_nearest_int(iscale * mins[j]);
+                y[i].scales[j] |= (uint8_t)((unsigned)l << 4);
+            }
+            y[i].dmin = kq_float_to_half(max_min / q4scale);
+        } else {
+            y[i].dmin = kq_float_to_half(0.0f);
+        }
+
+        /* Requantize against the rounded scales; sub-blocks with a zero scale keep L. */
+        for (int j = 0; j < QK_K / 16; ++j) {
+            const float d = kq_half_to_float(y[i].d) * (float)(y[i].scales[j] & 0xF);
+            if (d == 0.0f) continue;
+            const float dm = kq_half_to_float(y[i].dmin) * (float)(y[i].scales[j] >> 4);
+            for (int ii = 0; ii < 16; ++ii) {
+                const int l = qmm_kq_nearest_int((x[16 * j + ii] + dm) / d);
+                L[16 * j + ii] = (uint8_t)(l < 0 ? 0 : (l > 3 ? 3 : l));
+            }
+        }
+        pack_2bit(L, y[i].qs);
+    }
+}
+
+void qmm_quantize_row_q3_K_ref(const float *src, void *dst, int64_t k) {
+    block_q3_K *y = (block_q3_K *)dst;
+    const int64_t nb = k / QK_K;
+    int8_t L[QK_K];
+    float scales[QK_K / 16];
+
+    for (int64_t i = 0; i < nb; i++) {
+        const float *x = src + i * QK_K;
+        float max_scale = 0.0f, amax = 0.0f;
+        for (int j = 0; j < QK_K / 16; ++j) {
+            scales[j] = qmm_kq_make_q3_quants(16, 4, x + 16 * j, L + 16 * j);
+            const float scale = fabsf(scales[j]);
+            if (scale > amax) {
+                amax = scale;
+                max_scale = scales[j];
+            }
+        }
+
+        memset(y[i].scales, 0, sizeof(y[i].scales));
+        if (max_scale != 0.0f) {
+            const float iscale = -32.f / max_scale;
+            for (int j = 0; j < QK_K / 16; ++j) {
+                int8_t l = (int8_t)qmm_kq_nearest_int(iscale * scales[j]);
+                l = (int8_t)((l < -32 ? -32 : (l > 31 ? 31 : l)) + 32);
+                if (j < 8) {
+                    y[i].scales[j] = (uint8_t)(l & 0xF);
+                } else {
+                    y[i].scales[j - 8] |= (uint8_t)((l & 0xF) << 4);
+                }
+                y[i].scales[j % 4 + 8] |= (uint8_t)((l >> 4) << (2 * (j / 4)));
+            }
+            y[i].d = kq_float_to_half(1.0f / iscale);
+        } else {
+            y[i].d = kq_float_to_half(0.0f);
+        }
+
+        for (int j = 0; j < QK_K / 16; ++j) {
+            const float d = kq_half_to_float(y[i].d) * (float)q3_K_scale(y[i].scales, j);
+            if (d == 0.0f) continue;
+            for (int ii = 0; ii < 16; ++ii) {
+                int l = qmm_kq_nearest_int(x[16 * j + ii] / d);
+                l = l < -4 ? -4 : (l > 3 ? 3 : l);
+                L[16 * j + ii] = (int8_t)(l + 4);
+            }
+        }
+
+        /* High bit of element j goes to bit j / 32 of hmask[j % 32]; the low 2 bits stay. */
+        uint8_t low[QK_K];
+        memset(y[i].hmask, 0, sizeof(y[i].hmask));
+        for (int j = 0; j < QK_K; ++j) {
+            int l = L[j];
+            if (l > 3) {
+                y[i].hmask[j % 32] |= (uint8_t)(1u << (j / 32));
+                l -= 4;
+            }
+            low[j] = (uint8_t)l;
+        }
+        pack_2bit(low, y[i].qs);
+    }
+}
+
+/*
+ * The shared part of q4_K and q5_K: per 32-element sub-block an asymmetric scale/min search
+ * (nmax levels, search grid rmin + rdelta*is, is = 0..nstep), 6-bit scales and mins relative
+ * to the super-block maxima, and the quants L (0..nmax) recomputed against the rounded
+ * scales. Writes d, dmin and the 12 packed scale bytes.
+ */
+static void quantize_k4_superblock(const float *x, int nmax, float rmin, float rdelta, int nstep,
+                                   qmm_half *d_out, qmm_half *dmin_out, uint8_t *packed,
+                                   uint8_t *L) {
+    uint8_t Laux[32];
+    float weights[32], mins[QK_K / 32], scales[QK_K / 32];
+    float max_scale = 0.0f, max_min = 0.0f;
+    for (int j = 0; j < QK_K / 32; ++j) {
+        float sum_x2 = 0.0f;
+        for (int l = 0; l < 32; ++l) sum_x2 += x[32 * j + l] * x[32 * j + l];
+        const float av_x = sqrtf(sum_x2 / 32.0f);
+        for (int l = 0; l < 32; ++l) weights[l] = av_x + fabsf(x[32 * j + l]);
+        scales[j] = qmm_kq_make_qkx2_quants(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j],
+                                            Laux, rmin, rdelta, nstep, false);
+        if (scales[j] > max_scale) max_scale = scales[j];
+        if (mins[j] > max_min) max_min = mins[j];
+    }
+
+    const float inv_scale = max_scale > 0.0f ? 63.f / max_scale : 0.0f;
+    const float inv_min = max_min > 0.0f ? 63.f / max_min : 0.0f;
+    for (int j = 0; j < QK_K / 32; ++j) {
+        uint8_t ls = (uint8_t)qmm_kq_nearest_int(inv_scale * scales[j]);
+        uint8_t lm = (uint8_t)qmm_kq_nearest_int(inv_min * mins[j]);
+        ls = ls < 63 ? ls : 63;
+        lm = lm < 63 ? lm : 63;
+        qmm_kq_set_scale_min_k4(j, ls, lm, packed);
+    }
+    *d_out = kq_float_to_half(max_scale / 63.f);
+    *dmin_out = kq_float_to_half(max_min / 63.f);
+
+    const float d_all = kq_half_to_float(*d_out), dmin_all = kq_half_to_float(*dmin_out);
+    for (int j = 0; j < QK_K / 32; ++j) {
+        uint8_t sc, m;
+        qmm_kq_get_scale_min_k4(j, packed, &sc, &m);
+        const float d = d_all * (float)sc;
+        if (d == 0.0f) continue;
+        const float dm = dmin_all * (float)m;
+        for (int ii = 0; ii < 32; ++ii) {
+            const int l = qmm_kq_nearest_int((x[32 * j + ii] + dm) / d);
+            L[32 * j + ii] = (uint8_t)(l < 0 ? 0 : (l > nmax ? nmax : l));
+        }
+    }
+}
+
+void qmm_quantize_row_q4_K_ref(const float *src, void *dst, int64_t k) {
+    block_q4_K *y = (block_q4_K *)dst;
+    const int64_t nb = k / QK_K;
+    uint8_t L[QK_K];
+    for (int64_t i = 0; i < nb; i++) {
+        quantize_k4_superblock(src + i * QK_K, 15, -1.f, 0.1f, 20, &y[i].d, &y[i].dmin,
+                               y[i].scales, L);
+        for (int c = 0; c < 4; ++c) {
+            for (int l = 0; l < 32; ++l) {
+                y[i].qs[32 * c + l] = (uint8_t)(L[64 * c + l] | (L[64 * c + 32 + l] << 4));
+            }
+        }
+    }
+}
+
+void qmm_quantize_row_q5_K_ref(const float *src, void *dst, int64_t k) {
+    block_q5_K *y = (block_q5_K *)dst;
+    const int64_t nb = k / QK_K;
+    uint8_t L[QK_K];
+    for (int64_t i = 0; i < nb; i++) {
+        quantize_k4_superblock(src + i * QK_K, 31, -0.5f, 0.1f, 15, &y[i].d, &y[i].dmin,
+                               y[i].scales, L);
+        memset(y[i].qh, 0, sizeof(y[i].qh));
+        for (int c = 0; c < 4; ++c) {
+            const uint8_t m1 = (uint8_t)(1u << (2 * c)), m2 = (uint8_t)(2u << (2 * c));
+            for (int l = 0; l < 32; ++l) {
+                int l1 = L[64 * c + l], l2 = L[64 * c + 32 + l];
+                if (l1 > 15) {
+                    l1 -= 16;
+                    y[i].qh[l] |= m1;
+                }
+                if (l2 > 15) {
+                    l2 -= 16;
+                    y[i].qh[l] |= m2;
+                }
+                y[i].qs[32 * c + l] = (uint8_t)(l1 | (l2 << 4));
+            }
+        }
+    }
+}
+
+void qmm_quantize_row_q6_K_ref(const float *src, void *dst, int64_t k) {
+    block_q6_K *y = (block_q6_K *)dst;
+    const int64_t nb = k / QK_K;
+    int8_t L[QK_K];
+    float scales[QK_K / 16];
+
+    for (int64_t i = 0; i < nb; i++) {
+        const float *x = src + i * QK_K;
+        float max_scale = 0.0f, max_abs_scale = 0.0f;
+        for (int ib = 0; ib < QK_K / 16; ++ib) {
+            const float scale = qmm_kq_make_qx_quants(16, 32, x + 16 * ib, L + 16 * ib);
+            scales[ib] = scale;
+            const float abs_scale = fabsf(scale);
+            if (abs_scale > max_abs_scale) {
+                max_abs_scale = abs_scale;
+                max_scale = scale;
+            }
+        }
+
+        if (max_abs_scale < QMM_KQ_GROUP_MAX_EPS) {
+            memset(&y[i], 0, sizeof(y[i])); /* d = +0 */
+            continue;
+        }
+
+        const float iscale = -128.f / max_scale;
+        y[i].d = kq_float_to_half(1.0f / iscale);
+        for (int ib = 0; ib < QK_K / 16; ++ib) {
+            const int l = qmm_kq_nearest_int(iscale * scales[ib]);
+            y[i].scales[ib] = (int8_t)(l < 127 ? l : 127);
+        }
+
+        for (int j = 0; j < QK_K / 16; ++j) {
+            const float d = kq_half_to_float(y[i].d) * (float)y[i].scales[j];
+            if (d == 0.0f) continue;
+            for (int ii = 0; ii < 16; ++ii) {
+                int l = qmm_kq_nearest_int(x[16 * j + ii] / d);
+                l = l < -32 ? -32 : (l > 31 ? 31 : l);
+                L[16 * j + ii] = (int8_t)(l + 32);
+            }
+        }
+
+        /* Element 128*h + 32*p + l: low nibble into ql[64*h + l + 32*(p&1)] (low half for
+         * p < 2, high half otherwise), high 2 bits into bit pair p of qh[32*h + l]. */
+        for (int h = 0; h < 2; ++h) {
+            const int8_t *Lh = L + 128 * h;
+            uint8_t *ql = y[i].ql + 64 * h;
+            uint8_t *qh = y[i].qh + 32 * h;
+            for (int l = 0; l < 32; ++l) {
+                const uint8_t q0 = (uint8_t)Lh[l], q1 = (uint8_t)Lh[l + 32];
+                const uint8_t q2 = (uint8_t)Lh[l + 64], q3 = (uint8_t)Lh[l + 96];
+                ql[l] = (uint8_t)((q0 & 0xF) | ((q2 & 0xF) << 4));
+                ql[l + 32] = (uint8_t)((q1 & 0xF) | ((q3 & 0xF) << 4));
+                qh[l] = (uint8_t)((q0 >> 4) | ((q1 >> 4) << 2) | ((q2 >> 4) << 4) | ((q3 >> 4) << 6));
+            }
+        }
+    }
+}
