@@ -1,0 +1,65 @@
+/*
+ * pack_bf16.c — packs any weight type into bf16 AMX B-tiles (layout in x86_kernels.h).
+ * Portable C (no -m flags): it runs once per weights object, at creation.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/internal.h"
+#include "core/types.h"
+#include "cpu/x86/x86_kernels.h"
+#include "formats/fp16.h"
+
+qmm_status qmm_x86_bf16_tiles_pack(qmm_type type, int64_t m, int64_t k, const void *rows,
+                                   size_t row_stride, qmm_x86_bf16_tiles *out) {
+    const qmm_type_traits *t = qmm_type_traits_get(type);
+    if (t == NULL || t->to_float == NULL)
+        return qmm_error(QMM_ERR_INTERNAL, "bf16 tile packing: type %d has no to_float",
+                         (int)type);
+    const int64_t m_pad = (m + QMM_X86_TILE_M - 1) / QMM_X86_TILE_M * QMM_X86_TILE_M;
+    const int64_t k_pad = (k + QMM_X86_TILE_K - 1) / QMM_X86_TILE_K * QMM_X86_TILE_K;
+    size_t elems, bytes;
+    if (!qmm_mul_size((size_t)m_pad, (size_t)k_pad, &elems) ||
+        !qmm_mul_size(elems, sizeof(uint16_t), &bytes))
+        return qmm_error(QMM_ERR_OUT_OF_MEMORY, "bf16 tile packing: %lld x %lld overflows",
+                         (long long)m, (long long)k);
+    uint16_t *data = aligned_alloc(64, bytes);
+    float *row = malloc((size_t)k_pad * sizeof(float));
+    if (data == NULL || row == NULL) {
+        free(data);
+        free(row);
+        return qmm_error(QMM_ERR_OUT_OF_MEMORY,
+                         "bf16 tile packing: cannot allocate %zu bytes for %lld x %lld weights",
+                         bytes, (long long)m, (long long)k);
+    }
+    const int64_t kc = k_pad / QMM_X86_TILE_K;
+    for (int64_t i = 0; i < m_pad; i++) {
+        if (i < m)
+            t->to_float((const unsigned char *)rows + (size_t)i * row_stride, row, k);
+        else
+            memset(row, 0, (size_t)k * sizeof(float));
+        memset(row + k, 0, (size_t)(k_pad - k) * sizeof(float));
+        const int64_t g = i / QMM_X86_TILE_M, j = i % QMM_X86_TILE_M;
+        for (int64_t c = 0; c < kc; c++) {
+            uint16_t *tile = data + (size_t)(g * kc + c) * (QMM_X86_TILE_M * QMM_X86_TILE_K);
+            const float *src = row + c * QMM_X86_TILE_K;
+            for (int r = 0; r < QMM_X86_TILE_K / 2; r++) {
+                tile[r * 32 + 2 * j] = qmm_fp32_to_bf16(src[2 * r]);
+                tile[r * 32 + 2 * j + 1] = qmm_fp32_to_bf16(src[2 * r + 1]);
+            }
+        }
+    }
+    free(row);
+    out->data = data;
+    out->m = m;
+    out->k = k;
+    out->m_pad = m_pad;
+    out->k_pad = k_pad;
+    return QMM_OK;
+}
+
+void qmm_x86_bf16_tiles_free(qmm_x86_bf16_tiles *t) {
+    if (t == NULL) return;
+    free(t->data);
+    memset(t, 0, sizeof *t);
+}

@@ -1,0 +1,63 @@
+/*
+ * x86_kernels.h — the x86 SIMD kernels of the CPU backend (AVX2, AVX-512, AMX) and the
+ * packed-weight layouts they read. Declarations only: the definitions live in files ending
+ * _avx2.c / _avx512.c / _amx.c (the only ones built with -m flags) and in portable packing
+ * code. Callers must check the ISA level (cpu/cpu_features.h) before calling a kernel.
+ * The layouts and error bounds are written out in docs/KERNELS.md.
+ */
+#ifndef QMM_CPU_X86_KERNELS_H
+#define QMM_CPU_X86_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "qmm.h"
+
+/* ---------------------------------------------------------------------------------------
+ * bf16 tile-packed weights (any weight type): the operand of the AMX-BF16 GEMM.
+ *
+ * W (m x k) is dequantized exactly (the type table's to_float) and rounded to bf16 (round
+ * to nearest even). m is padded to m_pad (multiple of 16) and k to k_pad (multiple of 32)
+ * with zeros. The matrix is cut into 16 x 32 tiles; tile (g, c) holds W rows 16g..16g+15,
+ * elements 32c..32c+31 in the AMX "VNNI" B-operand form: tile row r (0..15), column j
+ * (0..15) holds the pair W[16g+j][32c+2r], W[16g+j][32c+2r+1] (4 bytes), so a tile is 16
+ * rows of 64 bytes. Tiles of one row group g are consecutive in c:
+ *     tile (g, c) at data + (g * (k_pad / 32) + c) * 512   (uint16 elements).
+ * Memory: m_pad * k_pad * 2 bytes (e.g. 4.0x the q4_0 bytes, 1.9x q8_0, 0.5x f32).
+ * ------------------------------------------------------------------------------------- */
+
+#define QMM_X86_TILE_M 16  /* W rows (output columns) per tile */
+#define QMM_X86_TILE_K 32  /* bf16 elements of k per tile row pair set */
+
+typedef struct qmm_x86_bf16_tiles {
+    uint16_t *data;   /* 64-byte aligned, m_pad * k_pad bf16 */
+    int64_t m, k;     /* logical shape */
+    int64_t m_pad, k_pad;
+} qmm_x86_bf16_tiles;
+
+/*
+ * Pack m rows of `type` (row i at rows + i*row_stride, GGUF block layout) into `out`
+ * (allocates out->data). Portable C, run once at weights creation.
+ * Errors: QMM_ERR_OUT_OF_MEMORY, QMM_ERR_INTERNAL for a type without to_float.
+ */
+qmm_status qmm_x86_bf16_tiles_pack(qmm_type type, int64_t m, int64_t k, const void *rows,
+                                   size_t row_stride, qmm_x86_bf16_tiles *out);
+
+/* Free out->data (NULL-safe) and clear the struct. */
+void qmm_x86_bf16_tiles_free(qmm_x86_bf16_tiles *t);
+
+/* Scratch bytes qmm_x86_gemm_bf16_amx needs for n rows of X (the bf16 copy of X). */
+size_t qmm_x86_gemm_bf16_amx_scratch(const qmm_x86_bf16_tiles *w, int64_t n);
+
+/*
+ * Y[n][m] = X[n][k] * W^T with AMX TDPBF16PS: X rounded to bf16 (nearest even) per call into
+ * `scratch` (>= qmm_x86_gemm_bf16_amx_scratch bytes, 64-byte aligned), products of bf16
+ * pairs accumulated in f32 tiles over k in increasing 32-element steps. Runs on up to
+ * `n_threads` OpenMP threads. Each output depends only on its X row and W row (never on n
+ * or the split), so the result is batch-invariant. Writes exactly y[j*ldy + i], j < n, i < m.
+ * Requires QMM_CPU_ISA_AMX (tile data permission granted).
+ */
+void qmm_x86_gemm_bf16_amx(const qmm_x86_bf16_tiles *w, int64_t n, const float *x,
+                           int64_t ldx, float *y, int64_t ldy, void *scratch, int n_threads);
+
+#endif /* QMM_CPU_X86_KERNELS_H */
