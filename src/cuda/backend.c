@@ -1,0 +1,404 @@
+/*
+ * backend.c — the CUDA backend: context (device, stream, cuBLAS handle, workspaces), weights
+ * (upload, f16 cache), strategy resolution and the matmul strategies that call cuBLAS.
+ *
+ * Rules kept here (docs/CUDA.md): all work is ordered on the context's stream; qmm_matmul
+ * allocates nothing, never synchronizes the host and copies nothing between host and device,
+ * so it can be captured in a CUDA graph; every CUDA/cuBLAS status is checked and returned as
+ * QMM_ERR_BACKEND with the library's error text.
+ */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda/cuda_internal.h"
+
+/* ---------------------------------------------------------------------------------------
+ * Error helpers
+ * ------------------------------------------------------------------------------------- */
+
+static qmm_status cuda_fail(cudaError_t e, const char *what) {
+    if (e == cudaErrorMemoryAllocation)
+        return qmm_error(QMM_ERR_OUT_OF_MEMORY, "CUDA: %s: out of device memory (%s)", what,
+                         cudaGetErrorString(e));
+    return qmm_error(QMM_ERR_BACKEND, "CUDA: %s failed: %s (%s)", what, cudaGetErrorName(e),
+                     cudaGetErrorString(e));
+}
+
+static qmm_status cublas_fail(cublasStatus_t s, const char *what) {
+    return qmm_error(QMM_ERR_BACKEND, "cuBLAS: %s failed: %s", what, cublasGetStatusString(s));
+}
+
+#define CU(call, what)                                                                     \
+    do {                                                                                   \
+        cudaError_t e_ = (call);                                                           \
+        if (e_ != cudaSuccess) return cuda_fail(e_, what);                                 \
+    } while (0)
+#define CB(call, what)                                                                     \
+    do {                                                                                   \
+        cublasStatus_t s_ = (call);                                                        \
+        if (s_ != CUBLAS_STATUS_SUCCESS) return cublas_fail(s_, what);                     \
+    } while (0)
+
+static qmm_cuda_context *cctx(const qmm_context *ctx) { return (qmm_cuda_context *)ctx->backend; }
+
+/* ---------------------------------------------------------------------------------------
+ * Context
+ * ------------------------------------------------------------------------------------- */
+
+static void release_state(qmm_cuda_context *c) {
+    if (c == NULL) return;
+    cudaSetDevice(c->device);
+    if (c->stream) cudaStreamSynchronize(c->stream);
+    if (c->cublas) cublasDestroy(c->cublas);
+    cudaFree(c->cublas_workspace);
+    cudaFree(c->workspace);
+    cudaFree(c->flag);
+    if (c->timer_start) cudaEventDestroy(c->timer_start);
+    if (c->timer_stop) cudaEventDestroy(c->timer_stop);
+    if (c->own_stream && c->stream) cudaStreamDestroy(c->stream);
+    free(c);
+}
+
+static qmm_status init_state(qmm_context *ctx, qmm_cuda_context *c) {
+    CU(cudaSetDevice(c->device), "cudaSetDevice");
+    if (ctx->params.cuda_stream != NULL) {
+        c->stream = (cudaStream_t)ctx->params.cuda_stream;
+    } else {
+        CU(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+        c->own_stream = true;
+    }
+    CB(cublasCreate(&c->cublas), "cublasCreate");
+    CB(cublasSetStream(c->cublas, c->stream), "cublasSetStream");
+    /* A user-owned workspace: cuBLAS then allocates nothing while a graph is captured. */
+    CU(cudaMalloc(&c->cublas_workspace, QMM_CUDA_CUBLAS_WORKSPACE), "cudaMalloc(cuBLAS workspace)");
+    CB(cublasSetWorkspace(c->cublas, c->cublas_workspace, QMM_CUDA_CUBLAS_WORKSPACE), "cublasSetWorkspace");
+    CB(cublasSetMathMode(c->cublas, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
+    CU(cudaMalloc((void **)&c->flag, sizeof(int)), "cudaMalloc(flag)");
+    CU(cudaEventCreate(&c->timer_start), "cudaEventCreate");
+    CU(cudaEventCreate(&c->timer_stop), "cudaEventCreate");
+    return QMM_OK;
+}
+
+static qmm_status cuda_context_init(qmm_context *ctx) {
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess || count == 0)
+        return qmm_error(QMM_ERR_UNSUPPORTED, "CUDA backend: no usable CUDA device (%s)",
+                         e != cudaSuccess ? cudaGetErrorString(e) : "device count is 0");
+    if (ctx->params.cuda_device < 0 || ctx->params.cuda_device >= count)
+        return qmm_error(QMM_ERR_INVALID_ARGUMENT, "cuda_device (%d) must be in 0..%d",
+                         ctx->params.cuda_device, count - 1);
+    qmm_cuda_context *c = calloc(1, sizeof *c);
+    if (c == NULL) return qmm_error(QMM_ERR_OUT_OF_MEMORY, "CUDA backend: out of host memory");
+    c->device = ctx->params.cuda_device;
+    qmm_status st = init_state(ctx, c);
+    if (st != QMM_OK) {
+        release_state(c);
+        return st;
+    }
+    if (ctx->params.n_threads == 0) ctx->params.n_threads = 1; /* no host worker threads */
+    ctx->backend = c;
+    return QMM_OK;
+}
+
+static void cuda_context_release(qmm_context *ctx) {
+    release_state(cctx(ctx));
+    ctx->backend = NULL;
+}
+
+/* Grow the context workspace to `bytes` (weights creation only: synchronizes the stream). */
+static qmm_status grow_workspace(qmm_cuda_context *c, size_t bytes) {
+    if (bytes <= c->workspace_bytes) return QMM_OK;
+    CU(cudaStreamSynchronize(c->stream), "cudaStreamSynchronize");
+    cudaFree(c->workspace);
+    c->workspace = NULL;
+    c->workspace_bytes = 0;
+    CU(cudaMalloc(&c->workspace, bytes), "cudaMalloc(workspace)");
+    c->workspace_bytes = bytes;
+    return QMM_OK;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Weights
+ * ------------------------------------------------------------------------------------- */
+
+static void free_weights(qmm_cuda_weights *cw) {
+    if (cw == NULL) return;
+    cudaFree(cw->q);
+    cudaFree(cw->w16);
+    free(cw);
+}
+
+/* Dequantize W once and keep it as f16 when every value fits (else w16 = NULL). */
+static qmm_status build_f16_cache(qmm_cuda_context *c, const qmm_weights *w, qmm_cuda_weights *cw) {
+    size_t elems = (size_t)w->m * (size_t)w->k;
+    CU(cudaMalloc((void **)&cw->w16, elems * sizeof(uint16_t)), "cudaMalloc(f16 weights)");
+    CU(cudaMemsetAsync(c->flag, 0, sizeof(int), c->stream), "cudaMemsetAsync");
+    CU(qmm_cuda_dequantize(w->type, cw->q, w->row_bytes, w->m, w->k, (float *)c->workspace, c->stream),
+       "dequantize kernel");
+    CU(qmm_cuda_f32_to_f16((const float *)c->workspace, (int64_t)elems, cw->w16, c->flag, c->stream),
+       "f32 to f16 kernel");
+    int flag = 0;
+    CU(cudaMemcpyAsync(&flag, c->flag, sizeof(int), cudaMemcpyDeviceToHost, c->stream), "cudaMemcpyAsync");
+    CU(cudaStreamSynchronize(c->stream), "cudaStreamSynchronize");
+    cw->f16_fits = (flag == 0);
+    if (!cw->f16_fits) {
+        cudaFree(cw->w16);
+        cw->w16 = NULL;
+    }
+    return QMM_OK;
+}
+
+static qmm_status weights_setup(qmm_cuda_context *c, qmm_weights *w, qmm_cuda_weights *cw,
+                                const void *data, size_t row_stride) {
+    size_t total, wf32, xf16;
+    if (!qmm_mul_size((size_t)w->m, w->row_bytes, &total) ||
+        !qmm_mul_size((size_t)w->m * sizeof(float), (size_t)w->k, &wf32) ||
+        !qmm_mul_size((size_t)QMM_CUDA_X_CHUNK * sizeof(uint16_t), (size_t)w->k, &xf16))
+        return qmm_error(QMM_ERR_INVALID_ARGUMENT, "weights of m=%lld, k=%lld overflow size_t",
+                         (long long)w->m, (long long)w->k);
+    CU(cudaSetDevice(c->device), "cudaSetDevice");
+    CU(cudaMalloc((void **)&cw->q, total), "cudaMalloc(weights)");
+    CU(cudaMemcpy2DAsync(cw->q, w->row_bytes, data, row_stride, w->row_bytes, (size_t)w->m,
+                         cudaMemcpyHostToDevice, c->stream), "cudaMemcpy2DAsync(weights)");
+    qmm_status st = grow_workspace(c, wf32 > xf16 ? wf32 : xf16);
+    if (st != QMM_OK) return st;
+    return build_f16_cache(c, w, cw); /* ends with a stream sync: `data` is no longer read */
+}
+
+static qmm_status cuda_weights_init(qmm_context *ctx, qmm_weights *w, const void *data, size_t row_stride) {
+    qmm_cuda_weights *cw = calloc(1, sizeof *cw);
+    if (cw == NULL) return qmm_error(QMM_ERR_OUT_OF_MEMORY, "CUDA backend: out of host memory");
+    qmm_status st = weights_setup(cctx(ctx), w, cw, data, row_stride);
+    if (st != QMM_OK) {
+        cudaStreamSynchronize(cctx(ctx)->stream);
+        free_weights(cw);
+        return st;
+    }
+    w->backend = cw;
+    return QMM_OK;
+}
+
+static void cuda_weights_release(qmm_weights *w) {
+    qmm_cuda_context *c = cctx(w->ctx);
+    cudaSetDevice(c->device);
+    cudaStreamSynchronize(c->stream); /* work queued with these weights may still run */
+    free_weights((qmm_cuda_weights *)w->backend);
+    w->backend = NULL;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Strategy resolution
+ * ------------------------------------------------------------------------------------- */
+
+static qmm_status cuda_resolve(const qmm_context *ctx, const qmm_weights *w, int64_t n,
+                               qmm_strategy requested, qmm_strategy *out) {
+    const qmm_cuda_weights *cw = (const qmm_cuda_weights *)w->backend;
+    const bool invariant = (ctx->params.flags & QMM_FLAG_BATCH_INVARIANT) != 0;
+    const char *tname = qmm_type_name(w->type);
+    switch (requested) {
+    case QMM_STRATEGY_AUTO:
+        /* Provisional thresholds (docs/CUDA.md): gemv for decode, the f16 cache for prefill. */
+        if (invariant || n <= QMM_CUDA_GEMV_TOKENS) *out = QMM_STRATEGY_GEMV;
+        else if (cw->f16_fits && w->m <= INT_MAX && w->k <= INT_MAX) *out = QMM_STRATEGY_CACHED_F16;
+        else if (w->m <= INT_MAX && w->k <= INT_MAX) *out = QMM_STRATEGY_DEQUANT_SGEMM;
+        else *out = QMM_STRATEGY_GEMV;
+        return QMM_OK;
+    case QMM_STRATEGY_GEMV:
+        *out = requested;
+        return QMM_OK;
+    case QMM_STRATEGY_FUSED:
+        if (!cw->f16_fits)
+            return qmm_error(QMM_ERR_UNSUPPORTED, "strategy fused: these %s weights hold values "
+                             "beyond the f16 range (|w| > 65504) or non-finite values", tname);
+        *out = requested;
+        return QMM_OK;
+    case QMM_STRATEGY_DEQUANT_SGEMM:
+    case QMM_STRATEGY_CACHED_F16:
+        if (invariant)
+            return qmm_error(QMM_ERR_UNSUPPORTED, "strategy %s is not batch-invariant on CUDA "
+                             "(cuBLAS picks its kernel by n); use gemv or fused",
+                             qmm_strategy_name(requested));
+        if (w->m > INT_MAX || w->k > INT_MAX)
+            return qmm_error(QMM_ERR_UNSUPPORTED, "strategy %s: m (%lld) or k (%lld) exceeds "
+                             "cuBLAS's int range", qmm_strategy_name(requested), (long long)w->m,
+                             (long long)w->k);
+        if (requested == QMM_STRATEGY_CACHED_F16 && !cw->f16_fits)
+            return qmm_error(QMM_ERR_UNSUPPORTED, "strategy cached_f16: these %s weights hold "
+                             "values beyond the f16 range (|w| > 65504) or non-finite values", tname);
+        *out = requested;
+        return QMM_OK;
+    case QMM_STRATEGY_REF:
+        return qmm_error(QMM_ERR_UNSUPPORTED, "strategy ref runs on the CPU backend only");
+    case QMM_STRATEGY_INT8:
+    case QMM_STRATEGY_FP8:
+        return qmm_error(QMM_ERR_UNSUPPORTED, "strategy %s is not implemented in the CUDA "
+                         "backend yet", qmm_strategy_name(requested));
+    default:
+        return qmm_error(QMM_ERR_INVALID_ARGUMENT, "unknown strategy %d", (int)requested);
+    }
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Matmul
+ * ------------------------------------------------------------------------------------- */
+
+/* x and y must be device-accessible memory of the context's device. */
+static qmm_status check_pointer(const qmm_cuda_context *c, const void *p, const char *name) {
+    struct cudaPointerAttributes a;
+    cudaError_t e = cudaPointerGetAttributes(&a, p);
+    if (e != cudaSuccess) {
+        cudaGetLastError(); /* clear the error this query leaves behind */
+        return qmm_error(QMM_ERR_INVALID_ARGUMENT, "qmm_matmul: %s (%p) is not CUDA memory (%s)",
+                         name, p, cudaGetErrorString(e));
+    }
+    if (a.type == cudaMemoryTypeUnregistered || a.devicePointer == NULL)
+        return qmm_error(QMM_ERR_INVALID_ARGUMENT, "qmm_matmul: %s (%p) is host memory; the CUDA "
+                         "backend takes device pointers", name, p);
+    if (a.type == cudaMemoryTypeDevice && a.device != c->device)
+        return qmm_error(QMM_ERR_INVALID_ARGUMENT, "qmm_matmul: %s (%p) is on device %d, the "
+                         "context on device %d", name, p, a.device, c->device);
+    return QMM_OK;
+}
+
+static qmm_status matmul_sgemm(qmm_cuda_context *c, const qmm_weights *w, const qmm_cuda_weights *cw,
+                               int64_t n, const float *x, int64_t ldx, float *y, int64_t ldy) {
+    const float one = 1.0f, zero = 0.0f;
+    float *wf = (float *)c->workspace;
+    CU(qmm_cuda_dequantize(w->type, cw->q, w->row_bytes, w->m, w->k, wf, c->stream), "dequantize kernel");
+    for (int64_t t0 = 0; t0 < n; t0 += QMM_CUDA_X_CHUNK) {
+        const int nc = (int)(n - t0 < QMM_CUDA_X_CHUNK ? n - t0 : QMM_CUDA_X_CHUNK);
+        /* Column-major view: Y^T (m x nc, ld ldy) = W' ^T (m x k) * X^T (k x nc, ld ldx). */
+        CB(cublasGemmEx(c->cublas, CUBLAS_OP_T, CUBLAS_OP_N, (int)w->m, nc, (int)w->k, &one,
+                        wf, CUDA_R_32F, (int)w->k, x + t0 * ldx, CUDA_R_32F, (int)ldx, &zero,
+                        y + t0 * ldy, CUDA_R_32F, (int)ldy, CUBLAS_COMPUTE_32F_PEDANTIC,
+                        CUBLAS_GEMM_DEFAULT),
+           "cublasGemmEx(f32, pedantic)");
+    }
+    return QMM_OK;
+}
+
+static qmm_status matmul_cached_f16(qmm_cuda_context *c, const qmm_weights *w, const qmm_cuda_weights *cw,
+                                    int64_t n, const float *x, int64_t ldx, float *y, int64_t ldy) {
+    const float one = 1.0f, zero = 0.0f;
+    uint16_t *x16 = (uint16_t *)c->workspace; /* QMM_CUDA_X_CHUNK x k halves */
+    for (int64_t t0 = 0; t0 < n; t0 += QMM_CUDA_X_CHUNK) {
+        const int nc = (int)(n - t0 < QMM_CUDA_X_CHUNK ? n - t0 : QMM_CUDA_X_CHUNK);
+        CU(qmm_cuda_x_to_f16(x + t0 * ldx, nc, w->k, ldx, x16, c->stream), "x to f16 kernel");
+        CB(cublasGemmEx(c->cublas, CUBLAS_OP_T, CUBLAS_OP_N, (int)w->m, nc, (int)w->k, &one,
+                        cw->w16, CUDA_R_16F, (int)w->k, x16, CUDA_R_16F, (int)w->k, &zero,
+                        y + t0 * ldy, CUDA_R_32F, (int)ldy, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+           "cublasGemmEx(f16 in, f32 compute)");
+    }
+    return QMM_OK;
+}
+
+static qmm_status cuda_matmul(qmm_context *ctx, const qmm_weights *w, qmm_strategy s, int64_t n,
+                              const float *x, int64_t ldx, float *y, int64_t ldy) {
+    qmm_cuda_context *c = cctx(ctx);
+    const qmm_cuda_weights *cw = (const qmm_cuda_weights *)w->backend;
+    CU(cudaSetDevice(c->device), "cudaSetDevice");
+    qmm_status st = check_pointer(c, x, "x");
+    if (st == QMM_OK) st = check_pointer(c, y, "y");
+    if (st != QMM_OK) return st;
+    if ((s == QMM_STRATEGY_DEQUANT_SGEMM || s == QMM_STRATEGY_CACHED_F16) && (ldx > INT_MAX || ldy > INT_MAX))
+        return qmm_error(QMM_ERR_UNSUPPORTED, "strategy %s: ldx (%lld) or ldy (%lld) exceeds "
+                         "cuBLAS's int range", qmm_strategy_name(s), (long long)ldx, (long long)ldy);
+    switch (s) {
+    case QMM_STRATEGY_GEMV:
+        CU(qmm_cuda_gemv(w->type, cw->q, w->row_bytes, w->m, w->k, n, x, ldx, y, ldy, c->stream),
+           "gemv kernel");
+        return QMM_OK;
+    case QMM_STRATEGY_FUSED:
+        CU(qmm_cuda_fused(w->type, cw->q, w->row_bytes, w->m, w->k, n, x, ldx, y, ldy, c->stream),
+           "fused kernel");
+        return QMM_OK;
+    case QMM_STRATEGY_DEQUANT_SGEMM:
+        return matmul_sgemm(c, w, cw, n, x, ldx, y, ldy);
+    case QMM_STRATEGY_CACHED_F16:
+        return matmul_cached_f16(c, w, cw, n, x, ldx, y, ldy);
+    default:
+        return qmm_error(QMM_ERR_INTERNAL, "CUDA matmul: strategy %s reached the backend unresolved",
+                         qmm_strategy_name(s));
+    }
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Buffers, ordering, timing
+ * ------------------------------------------------------------------------------------- */
+
+static qmm_status cuda_buffer_alloc(qmm_context *ctx, size_t bytes, void **out) {
+    CU(cudaSetDevice(cctx(ctx)->device), "cudaSetDevice");
+    void *p = NULL;
+    CU(cudaMalloc(&p, bytes), "cudaMalloc(buffer)");
+    *out = p;
+    return QMM_OK;
+}
+
+static void cuda_buffer_free(qmm_context *ctx, void *buf) {
+    cudaSetDevice(cctx(ctx)->device);
+    cudaStreamSynchronize(cctx(ctx)->stream);
+    cudaFree(buf);
+}
+
+static qmm_status cuda_upload(qmm_context *ctx, void *dst, const void *src_host, size_t bytes) {
+    qmm_cuda_context *c = cctx(ctx);
+    CU(cudaSetDevice(c->device), "cudaSetDevice");
+    CU(cudaMemcpyAsync(dst, src_host, bytes, cudaMemcpyHostToDevice, c->stream), "cudaMemcpyAsync(upload)");
+    CU(cudaStreamSynchronize(c->stream), "cudaStreamSynchronize");
+    return QMM_OK;
+}
+
+static qmm_status cuda_download(qmm_context *ctx, void *dst_host, const void *src, size_t bytes) {
+    qmm_cuda_context *c = cctx(ctx);
+    CU(cudaSetDevice(c->device), "cudaSetDevice");
+    CU(cudaMemcpyAsync(dst_host, src, bytes, cudaMemcpyDeviceToHost, c->stream), "cudaMemcpyAsync(download)");
+    CU(cudaStreamSynchronize(c->stream), "cudaStreamSynchronize");
+    return QMM_OK;
+}
+
+static qmm_status cuda_synchronize(qmm_context *ctx) {
+    CU(cudaSetDevice(cctx(ctx)->device), "cudaSetDevice");
+    CU(cudaStreamSynchronize(cctx(ctx)->stream), "cudaStreamSynchronize");
+    return QMM_OK;
+}
+
+static qmm_status cuda_timer_begin(qmm_context *ctx) {
+    qmm_cuda_context *c = cctx(ctx);
+    CU(cudaEventRecord(c->timer_start, c->stream), "cudaEventRecord");
+    c->timer_started = true;
+    return QMM_OK;
+}
+
+static qmm_status cuda_timer_end(qmm_context *ctx, double *ms) {
+    qmm_cuda_context *c = cctx(ctx);
+    if (!c->timer_started)
+        return qmm_error(QMM_ERR_INVALID_ARGUMENT, "qmm_timer_end: no qmm_timer_begin before it");
+    c->timer_started = false;
+    CU(cudaEventRecord(c->timer_stop, c->stream), "cudaEventRecord");
+    CU(cudaEventSynchronize(c->timer_stop), "cudaEventSynchronize");
+    float f = 0.0f;
+    CU(cudaEventElapsedTime(&f, c->timer_start, c->timer_stop), "cudaEventElapsedTime");
+    *ms = (double)f;
+    return QMM_OK;
+}
+
+static const qmm_backend_ops cuda_ops = {
+    .name = "cuda",
+    .context_init = cuda_context_init,
+    .context_release = cuda_context_release,
+    .weights_init = cuda_weights_init,
+    .weights_release = cuda_weights_release,
+    .resolve = cuda_resolve,
+    .matmul = cuda_matmul,
+    .buffer_alloc = cuda_buffer_alloc,
+    .buffer_free = cuda_buffer_free,
+    .upload = cuda_upload,
+    .download = cuda_download,
+    .synchronize = cuda_synchronize,
+    .timer_begin = cuda_timer_begin,
+    .timer_end = cuda_timer_end,
+};
+
+const qmm_backend_ops *qmm_cuda_backend_ops(void) { return &cuda_ops; }

@@ -1,0 +1,95 @@
+/*
+ * cuda_internal.h — the CUDA backend's state and its kernel launchers (C linkage, callable
+ * from C and CUDA). Every launcher enqueues work on `stream` and returns the launch status
+ * (cudaGetLastError after the launch); none allocates, synchronizes or copies to the host,
+ * so all are safe inside CUDA graph capture.
+ *
+ * Memory of one weights object on the device (docs/CUDA.md):
+ *   q      the packed GGUF rows, m rows of row_bytes (rows compacted: stride = row_bytes);
+ *   w16    W dequantized once to f16, m x k row-major, only when every value is finite and
+ *          |value| <= 65504 (otherwise NULL and f16 paths are unsupported for it).
+ * Context workspace: max over its weights of m*k*4 bytes (dequant_sgemm's f32 W) and
+ * QMM_CUDA_X_CHUNK*k*2 bytes (X converted to f16), grown in weights_init, never in matmul.
+ */
+#ifndef QMM_CUDA_INTERNAL_H
+#define QMM_CUDA_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cublasLt.h>
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#include "core/internal.h" /* C declarations: included with C linkage */
+
+/* Tokens per cuBLAS call of the f16 path: X rows are converted to f16 this many at a time. */
+#define QMM_CUDA_X_CHUNK 4096
+/* Tokens handled together by one gemv launch (registers per thread grow with it). */
+#define QMM_CUDA_GEMV_TOKENS 8
+/* Bytes of cuBLAS workspace given to the handle at context creation (cublasSetWorkspace). */
+#define QMM_CUDA_CUBLAS_WORKSPACE ((size_t)32 << 20)
+
+typedef struct qmm_cuda_context {
+    int device;
+    cudaStream_t stream;
+    bool own_stream;
+    cublasHandle_t cublas;
+    void *cublas_workspace;
+    void *workspace;        /* see the top of this file */
+    size_t workspace_bytes;
+    int *flag;              /* one device int for checks at weights creation */
+    cudaEvent_t timer_start, timer_stop;
+    bool timer_started;
+} qmm_cuda_context;
+
+typedef struct qmm_cuda_weights {
+    uint8_t *q;      /* packed rows, stride row_bytes */
+    uint16_t *w16;   /* f16 copy (m*k), or NULL if W does not fit f16 */
+    bool f16_fits;   /* false: some |w| > 65504 or non-finite */
+} qmm_cuda_weights;
+
+/* dst[r*k + e] = element e of row r (row r at src + r*row_bytes), bit-identical to the CPU's
+ * qmm_dequantize_row_* (m rows of k elements, device memory). */
+cudaError_t qmm_cuda_dequantize(int type, const void *src, size_t row_bytes, int64_t m,
+                                int64_t k, float *dst, cudaStream_t stream);
+
+/* dst = f32 -> f16 (round to nearest even) of count floats; *flag |= 1 if any source value is
+ * non-finite or rounds beyond the f16 range (|x| >= 65520). *flag is not reset here. */
+cudaError_t qmm_cuda_f32_to_f16(const float *src, int64_t count, uint16_t *dst, int *flag,
+                                cudaStream_t stream);
+
+/* dst[i*k + e] = f16(x[i*ldx + e]) for n rows of k (activations to f16, round to nearest even;
+ * |x| >= 65520 becomes +-Inf). */
+cudaError_t qmm_cuda_x_to_f16(const float *x, int64_t n, int64_t k, int64_t ldx, uint16_t *dst,
+                              cudaStream_t stream);
+
+/* gemv: y[t*ldy + r] = sum_e W[r][e] * x[t*ldx + e], W dequantized on the fly, f32 math; one
+ * warp per row r, tokens in groups of QMM_CUDA_GEMV_TOKENS. A result depends only on its row
+ * of W and its row of X (fixed reduction order): batch-invariant. */
+cudaError_t qmm_cuda_gemv(int type, const void *w, size_t row_bytes, int64_t m, int64_t k,
+                          int64_t n, const float *x, int64_t ldx, float *y, int64_t ldy,
+                          cudaStream_t stream);
+
+/* fused: the same product on tensor cores: W tiles dequantized to f16 in shared memory, X
+ * rounded to f16, products accumulated in f32 (WMMA 16x16x16). Fixed tiling for every n:
+ * batch-invariant. Requires W to fit f16 (checked by the caller). */
+cudaError_t qmm_cuda_fused(int type, const void *w, size_t row_bytes, int64_t m, int64_t k,
+                           int64_t n, const float *x, int64_t ldx, float *y, int64_t ldy,
+                           cudaStream_t stream);
+
+/* Test aid: spin for about `ns` nanoseconds on the device, then copy count floats src -> dst.
+ * Used to check that qmm_matmul waits for earlier work on the caller's stream. */
+cudaError_t qmm_cuda_delayed_copy(float *dst, const float *src, int64_t count, uint64_t ns,
+                                  cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* QMM_CUDA_INTERNAL_H */

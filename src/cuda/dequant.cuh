@@ -1,0 +1,186 @@
+/*
+ * dequant.cuh — device dequantization of one element of a packed GGUF row, per type.
+ *
+ * qmm_cuda_dequant<T>(row, e) returns element e of the row whose first block is at `row`,
+ * bit-identical to the CPU's qmm_dequantize_row_* (src/formats/): the same float operations
+ * in the same order, each rounded once (__fmul_rn/__fsub_rn/__fadd_rn forbid the FMA
+ * contraction nvcc would otherwise apply), f16 scales converted exactly by the integer
+ * conversion of fp16.h. Layout facts: ggml's ggml-common.h / ggml-quants.c (dequantize_row_*).
+ *
+ * Alignment: rows are stored at even byte offsets (every block size is even), so 16-bit loads
+ * of d/dmin are aligned; everything else is read byte by byte.
+ */
+#ifndef QMM_CUDA_DEQUANT_CUH
+#define QMM_CUDA_DEQUANT_CUH
+
+#include <stdint.h>
+
+#include "formats/blocks.h"
+#include "qmm.h"
+
+/* binary16 bits -> float32, exact; NaN made quiet with sign and payload kept (fp16.h). */
+__device__ __forceinline__ float qmm_cuda_h2f(uint16_t h) {
+    const uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    const uint32_t exp = (h >> 10) & 0x1Fu;
+    const uint32_t man = h & 0x3FFu;
+    if (exp == 0x1F) return __uint_as_float(sign | 0x7F800000u | (man << 13) | (man ? 0x00400000u : 0));
+    if (exp != 0) return __uint_as_float(sign | ((exp + 112u) << 23) | (man << 13));
+    if (man == 0) return __uint_as_float(sign);
+    const int s = __clz((int)man) - 21; /* shifts that bring the leading one to bit 10 */
+    return __uint_as_float(sign | ((uint32_t)(113 - s) << 23) | (((man << s) & 0x3FFu) << 13));
+}
+
+__device__ __forceinline__ uint16_t qmm_cuda_ld16(const uint8_t *p) {
+    return *(const uint16_t *)p;
+}
+
+/* q4_K/q5_K 6-bit scale and min of sub-block j (0..7) from the 12 packed bytes. */
+__device__ __forceinline__ void qmm_cuda_scale_min_k4(int j, const uint8_t *q, int *sc, int *mn) {
+    if (j < 4) {
+        *sc = q[j] & 63;
+        *mn = q[j + 4] & 63;
+    } else {
+        *sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+        *mn = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+    }
+}
+
+template <int T> __device__ float qmm_cuda_dequant(const uint8_t *row, int64_t e);
+
+template <> __device__ __forceinline__ float qmm_cuda_dequant<QMM_TYPE_F32>(const uint8_t *row, int64_t e) {
+    return ((const float *)row)[e];
+}
+template <> __device__ __forceinline__ float qmm_cuda_dequant<QMM_TYPE_F16>(const uint8_t *row, int64_t e) {
+    return qmm_cuda_h2f(((const uint16_t *)row)[e]);
+}
+template <> __device__ __forceinline__ float qmm_cuda_dequant<QMM_TYPE_BF16>(const uint8_t *row, int64_t e) {
+    return __uint_as_float((uint32_t)((const uint16_t *)row)[e] << 16);
+}
+
+/* q4_0: (q - 8) * d; element j low nibble of qs[j], j+16 high nibble of qs[j]. */
+template <> __device__ __forceinline__ float qmm_cuda_dequant<QMM_TYPE_Q4_0>(const uint8_t *row, int64_t e) {
+    const uint8_t *b = row + (e / QK4_0) * sizeof(block_q4_0);
+    const int j = (int)(e % QK4_0);
+    const uint8_t byte = b[2 + (j & 15)];
+    const int q = (j < 16 ? (byte & 0xF) : (byte >> 4)) - 8;
+    return __fmul_rn((float)q, qmm_cuda_h2f(qmm_cuda_ld16(b)));
+}
+/* q4_1: q * d + m. */
+template <> __device__ __forceinline__ float qmm_cuda_dequant<QMM_TYPE_Q4_1>(const uint8_t *row, int64_t e) {
+    const uint8_t *b = row + (e / QK4_1) * sizeof(block_q4_1);
+    const int j = (int)(e % QK4_1);
+    const uint8_t byte = b[4 + (j & 15)];
+    const int q = j < 16 ? (byte & 0xF) : (byte >> 4);
+    return __fadd_rn(__fmul_rn((float)q, qmm_cuda_h2f(qmm_cuda_ld16(b))), qmm_cuda_h2f(qmm_cuda_ld16(b + 2)));
+}
+/* q5_0: (q - 16) * d; bit 4 of element j is bit j of the little-endian uint32 qh. */
+template <> __device__ __forceinline__ float qmm_cuda_dequant<QMM_TYPE_Q5_0>(const uint8_t *row, int64_t e) {
+    const uint8_t *b = row + (e / QK5_0) * sizeof(block_q5_0);
+    const int j = (int)(e % QK5_0);
+    const uint8_t byte = b[6 + (j & 15)];
+    const int hb = (b[2 + (j >> 3)] >> (j & 7)) & 1;
+    const int q = ((j < 16 ? (byte & 0xF) : (byte >> 4)) | (hb << 4)) - 16;
+    return __fmul_rn((float)q, qmm_cuda_h2f(qmm_cuda_ld16(b)));
+}
+/* q5_1: q * d + m. */
+template <> __device__ __forceinline__ float qmm_cuda_dequant<QMM_TYPE_Q5_1>(const uint8_t *row, int64_t e) {
+    const uint8_t *b = row + (e / QK5_1) * sizeof(block_q5_1);
+    const int j = (int)(e % QK5_1);
+    const uint8_t byte = b[8 + (j & 15)];
+    const int hb = (b[4 + (j >> 3)] >> (j & 7)) & 1;
+    const int q = (j < 16 ? (byte & 0xF) : (byte >> 4)) | (hb << 4);
+    return __fadd_rn(__fmul_rn((float)q, qmm_cuda_h2f(qmm_cuda_ld16(b))), qmm_cuda_h2f(qmm_cuda_ld16(b + 2)));
+}
+/* q8_0: q * d. */
+template <> __device__ __forceinline__ float qmm_cuda_dequant<QMM_TYPE_Q8_0>(const uint8_t *row, int64_t e) {
+    const uint8_t *b = row + (e / QK8_0) * sizeof(block_q8_0);
+    const int j = (int)(e % QK8_0);
+    return __fmul_rn((float)(int8_t)b[2 + j], qmm_cuda_h2f(qmm_cuda_ld16(b)));
+}
+
+/* K-quants: element e of a 256-block as 128*h + 32*p + l (h < 2, p < 4, l < 32). */
+
+/* q2_K: dl*q - ml, dl = d*(sc & 15), ml = dmin*(sc >> 4), sc = scales[8h + 2p + l/16],
+ * q = bits 2p..2p+1 of qs[32h + l]. Offsets: scales 0, qs 16, d 80, dmin 82. */
+template <> __device__ __forceinline__ float qmm_cuda_dequant<QMM_TYPE_Q2_K>(const uint8_t *row, int64_t e) {
+    const uint8_t *b = row + (e / QK_K) * sizeof(block_q2_K);
+    const int i = (int)(e % QK_K), h = i >> 7, p = (i >> 5) & 3, l = i & 31;
+    const uint8_t sc = b[8 * h + 2 * p + (l >> 4)];
+    const float dl = __fmul_rn(qmm_cuda_h2f(qmm_cuda_ld16(b + 80)), (float)(sc & 0xF));
+    const float ml = __fmul_rn(qmm_cuda_h2f(qmm_cuda_ld16(b + 82)), (float)(sc >> 4));
+    const int q = (b[16 + 32 * h + l] >> (2 * p)) & 3;
+    return __fsub_rn(__fmul_rn(dl, (float)q), ml);
+}
+/* q3_K: d*(sc-32) * (q - (hbit ? 0 : 4)); hbit = bit 4h+p of hmask[l]; 6-bit scale j=8h+2p+l/16:
+ * low nibble of scales[j%8] (j<8 low, else high), top 2 bits at pair j/4 of scales[8 + j%4].
+ * Offsets: hmask 0, qs 32, scales 96, d 108. */
+template <> __device__ __forceinline__ float qmm_cuda_dequant<QMM_TYPE_Q3_K>(const uint8_t *row, int64_t e) {
+    const uint8_t *b = row + (e / QK_K) * sizeof(block_q3_K);
+    const int i = (int)(e % QK_K), h = i >> 7, p = (i >> 5) & 3, l = i & 31;
+    const uint8_t *scales = b + 96;
+    const int j = 8 * h + 2 * p + (l >> 4);
+    const int lo = j < 8 ? (scales[j] & 0xF) : (scales[j - 8] >> 4);
+    const int hi = (scales[8 + (j & 3)] >> (2 * (j >> 2))) & 3;
+    const float dl = __fmul_rn(qmm_cuda_h2f(qmm_cuda_ld16(b + 108)), (float)((lo | (hi << 4)) - 32));
+    const int q = ((b[32 + 32 * h + l] >> (2 * p)) & 3) - ((b[l] >> (4 * h + p)) & 1 ? 0 : 4);
+    return __fmul_rn(dl, (float)q);
+}
+/* q4_K: d*sc*q - dmin*mn; element 64c + 32s + l: nibble s of qs[32c + l], sub-block 2c + s.
+ * Offsets: d 0, dmin 2, scales 4, qs 16. */
+template <> __device__ __forceinline__ float qmm_cuda_dequant<QMM_TYPE_Q4_K>(const uint8_t *row, int64_t e) {
+    const uint8_t *b = row + (e / QK_K) * sizeof(block_q4_K);
+    const int i = (int)(e % QK_K), c = i >> 6, s = (i >> 5) & 1, l = i & 31;
+    int sc, mn;
+    qmm_cuda_scale_min_k4(2 * c + s, b + 4, &sc, &mn);
+    const float d1 = __fmul_rn(qmm_cuda_h2f(qmm_cuda_ld16(b)), (float)sc);
+    const float m1 = __fmul_rn(qmm_cuda_h2f(qmm_cuda_ld16(b + 2)), (float)mn);
+    const int q = (b[16 + 32 * c + l] >> (4 * s)) & 0xF;
+    return __fsub_rn(__fmul_rn(d1, (float)q), m1);
+}
+/* q5_K: as q4_K plus 16 when bit 2c + s of qh[l] is set. Offsets: d 0, dmin 2, scales 4,
+ * qh 16, qs 48. */
+template <> __device__ __forceinline__ float qmm_cuda_dequant<QMM_TYPE_Q5_K>(const uint8_t *row, int64_t e) {
+    const uint8_t *b = row + (e / QK_K) * sizeof(block_q5_K);
+    const int i = (int)(e % QK_K), c = i >> 6, s = (i >> 5) & 1, l = i & 31;
+    int sc, mn;
+    qmm_cuda_scale_min_k4(2 * c + s, b + 4, &sc, &mn);
+    const float d1 = __fmul_rn(qmm_cuda_h2f(qmm_cuda_ld16(b)), (float)sc);
+    const float m1 = __fmul_rn(qmm_cuda_h2f(qmm_cuda_ld16(b + 2)), (float)mn);
+    const int q = ((b[48 + 32 * c + l] >> (4 * s)) & 0xF) + (((b[16 + l] >> (2 * c + s)) & 1) ? 16 : 0);
+    return __fsub_rn(__fmul_rn(d1, (float)q), m1);
+}
+/* q6_K: d*sc*(q-32); low nibble (p>>1 selects high) of ql[64h + l + 32(p&1)], high bits pair p
+ * of qh[32h + l], scale scales[8h + 2p + l/16]. Offsets: ql 0, qh 128, scales 192, d 208. */
+template <> __device__ __forceinline__ float qmm_cuda_dequant<QMM_TYPE_Q6_K>(const uint8_t *row, int64_t e) {
+    const uint8_t *b = row + (e / QK_K) * sizeof(block_q6_K);
+    const int i = (int)(e % QK_K), h = i >> 7, p = (i >> 5) & 3, l = i & 31;
+    const int lo = (b[64 * h + l + 32 * (p & 1)] >> (4 * (p >> 1))) & 0xF;
+    const int hi = (b[128 + 32 * h + l] >> (2 * p)) & 3;
+    const int q = (lo | (hi << 4)) - 32;
+    const float sc = (float)(int8_t)b[192 + 8 * h + 2 * p + (l >> 4)];
+    return __fmul_rn(__fmul_rn(qmm_cuda_h2f(qmm_cuda_ld16(b + 208)), sc), (float)q);
+}
+
+/* Calls F<T>::run(args...) for the weight type `type`; returns false for an unknown type. */
+#define QMM_CUDA_TYPE_CASE(T) case T: F<T>::run(args...); return true;
+template <template <int> class F, typename... A> bool qmm_cuda_dispatch_type(int type, A... args) {
+    switch (type) {
+        QMM_CUDA_TYPE_CASE(QMM_TYPE_F32)
+        QMM_CUDA_TYPE_CASE(QMM_TYPE_F16)
+        QMM_CUDA_TYPE_CASE(QMM_TYPE_BF16)
+        QMM_CUDA_TYPE_CASE(QMM_TYPE_Q4_0)
+        QMM_CUDA_TYPE_CASE(QMM_TYPE_Q4_1)
+        QMM_CUDA_TYPE_CASE(QMM_TYPE_Q5_0)
+        QMM_CUDA_TYPE_CASE(QMM_TYPE_Q5_1)
+        QMM_CUDA_TYPE_CASE(QMM_TYPE_Q8_0)
+        QMM_CUDA_TYPE_CASE(QMM_TYPE_Q2_K)
+        QMM_CUDA_TYPE_CASE(QMM_TYPE_Q3_K)
+        QMM_CUDA_TYPE_CASE(QMM_TYPE_Q4_K)
+        QMM_CUDA_TYPE_CASE(QMM_TYPE_Q5_K)
+        QMM_CUDA_TYPE_CASE(QMM_TYPE_Q6_K)
+    default: return false;
+    }
+}
+#undef QMM_CUDA_TYPE_CASE
+
+#endif /* QMM_CUDA_DEQUANT_CUH */
