@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cpu/cpu_internal.h"
+#include "cpu/x86/x86_backend.h"
 
 /* ---------------------------------------------------------------------------------------
  * The strategy table: the ONE place a CPU strategy implementation is registered. resolve()
@@ -18,6 +19,8 @@
 static const qmm_cpu_impl cpu_impls[] = {
     {QMM_STRATEGY_REF, "ref", NULL, qmm_cpu_matmul_ref},
     {QMM_STRATEGY_GEMV, "gemv_portable", NULL, qmm_cpu_matmul_gemv},
+    {QMM_STRATEGY_FUSED, "fused_amx_bf16", qmm_cpu_x86_fused_amx_supports,
+     qmm_cpu_x86_matmul_fused_amx},
     {QMM_STRATEGY_FUSED, "fused_portable", NULL, qmm_cpu_matmul_fused},
     {QMM_STRATEGY_DEQUANT_SGEMM, "dequant_sgemm_openblas", qmm_cpu_dequant_sgemm_supports,
      qmm_cpu_matmul_dequant_sgemm},
@@ -88,12 +91,19 @@ static qmm_status cpu_context_init(qmm_context *ctx) {
         free(slots);
         return qmm_error(QMM_ERR_OUT_OF_MEMORY, "CPU context: out of memory for %d threads", nt);
     }
+    qmm_status isa_status = qmm_cpu_isa_select(&st->isa);
+    if (isa_status != QMM_OK) {
+        free(st);
+        free(slots);
+        return isa_status;
+    }
     st->n_threads = nt;
     st->per_thread = slots;
     st->panel = qmm_cpu_panel_f32_select();
     ctx->params.n_threads = nt;
     ctx->backend = st;
-    qmm_log(1, "cpu backend: %d threads, f32 panel kernel '%s'", nt, st->panel->name);
+    qmm_log(1, "cpu backend: %d threads, f32 panel kernel '%s', ISA level %s", nt,
+            st->panel->name, qmm_cpu_isa_name(st->isa));
     return QMM_OK;
 }
 
@@ -129,12 +139,19 @@ static qmm_status cpu_weights_init(qmm_context *ctx, qmm_weights *w, const void 
     cw->data = buf;
     cw->stride = stride;
     w->backend = cw;
-    return QMM_OK;
+    qmm_status s = qmm_cpu_x86_weights_init(ctx, w);
+    if (s != QMM_OK) {
+        free(buf);
+        free(cw);
+        w->backend = NULL;
+    }
+    return s;
 }
 
 static void cpu_weights_release(qmm_weights *w) {
     qmm_cpu_weights *cw = w->backend;
     if (cw == NULL) return;
+    qmm_cpu_x86_weights_release(w);
     free(cw->data);
     free(cw);
     w->backend = NULL;
@@ -147,8 +164,10 @@ static void cpu_weights_release(qmm_weights *w) {
 static qmm_status cpu_resolve(const qmm_context *ctx, const qmm_weights *w, int64_t n,
                               qmm_strategy requested, qmm_strategy *out) {
     qmm_strategy s = requested;
+    /* Batch-invariant: one path for every n (the ISA paths of gemv and fused differ). */
+    const bool one_path = (ctx->params.flags & QMM_FLAG_BATCH_INVARIANT) != 0;
     if (s == QMM_STRATEGY_AUTO)
-        s = n <= QMM_CPU_AUTO_GEMV_MAX_N ? QMM_STRATEGY_GEMV : QMM_STRATEGY_FUSED;
+        s = n <= QMM_CPU_AUTO_GEMV_MAX_N && !one_path ? QMM_STRATEGY_GEMV : QMM_STRATEGY_FUSED;
     const char *why;
     if (find_impl(ctx, w->type, s, &why) == NULL)
         return qmm_error(QMM_ERR_UNSUPPORTED, "strategy %s is not available for %s weights on "

@@ -32,6 +32,7 @@
 
 #include "core/internal.h"
 #include "core/types.h"
+#include "cpu/cpu_features.h"
 
 /* k-panel length in elements. A multiple of every block size in the type table (1, 32,
  * 256), so every panel starts on a block boundary and can be dequantized on its own. */
@@ -105,6 +106,7 @@ typedef struct qmm_cpu_state {
     qmm_cpu_scratch shared;     /* dequant_sgemm's f32 copy of W, grown when needed */
     const qmm_cpu_panel_f32_kernel *panel; /* chosen at context creation */
     double timer_start_ms;      /* qmm_timer_begin's clock reading */
+    qmm_cpu_isa isa;            /* ISA level, chosen at creation (QMM_CPU_ISA or best) */
 } qmm_cpu_state;
 
 /* Grow `s` to at least `bytes` (contents not kept). QMM_ERR_OUT_OF_MEMORY on failure. */
@@ -116,6 +118,7 @@ qmm_status qmm_cpu_scratch_reserve(qmm_cpu_state *st, size_t bytes);
 typedef struct qmm_cpu_weights {
     unsigned char *data;        /* QMM_CPU_ALIGN-aligned, m rows */
     size_t stride;              /* row_bytes rounded up to QMM_CPU_ALIGN */
+    void *x86;                  /* repacked forms for x86 kernels (cpu/x86/x86_backend.h) or NULL */
 } qmm_cpu_weights;
 
 /* ---------------------------------------------------------------------------------------

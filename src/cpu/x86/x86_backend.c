@@ -1,0 +1,62 @@
+/*
+ * x86_backend.c — glue between the CPU backend and the x86 kernels: repacking at weights
+ * creation, supports() checks by ISA level and type, and the strategy entry points.
+ * Portable C: it only calls the kernels after checking the context's ISA level.
+ */
+#include <stdlib.h>
+
+#include "cpu/x86/x86_backend.h"
+
+static qmm_cpu_isa ctx_isa(const qmm_context *ctx) {
+    return ((const qmm_cpu_state *)ctx->backend)->isa;
+}
+
+qmm_status qmm_cpu_x86_weights_init(const qmm_context *ctx, qmm_weights *w) {
+    qmm_cpu_weights *cw = w->backend;
+    cw->x86 = NULL;
+    if (!qmm_cpu_x86_fused_amx_supports(ctx, w->type, &(const char *){NULL})) return QMM_OK;
+    qmm_x86_weights *xw = calloc(1, sizeof *xw);
+    if (xw == NULL)
+        return qmm_error(QMM_ERR_OUT_OF_MEMORY, "cannot allocate the x86 weights record");
+    qmm_status s = qmm_x86_bf16_tiles_pack(w->type, w->m, w->k, cw->data, cw->stride, &xw->bf16);
+    if (s != QMM_OK) {
+        free(xw);
+        return s;
+    }
+    cw->x86 = xw;
+    return QMM_OK;
+}
+
+void qmm_cpu_x86_weights_release(qmm_weights *w) {
+    qmm_cpu_weights *cw = w->backend;
+    if (cw == NULL || cw->x86 == NULL) return;
+    qmm_x86_weights *xw = cw->x86;
+    qmm_x86_bf16_tiles_free(&xw->bf16);
+    free(xw);
+    cw->x86 = NULL;
+}
+
+bool qmm_cpu_x86_fused_amx_supports(const qmm_context *ctx, qmm_type type, const char **why) {
+    if (ctx_isa(ctx) < QMM_CPU_ISA_AMX) {
+        *why = "the context's ISA level is below amx";
+        return false;
+    }
+    if (type == QMM_TYPE_F32) {
+        *why = "f32 weights stay on the exact f32 paths";
+        return false;
+    }
+    return true;
+}
+
+qmm_status qmm_cpu_x86_matmul_fused_amx(qmm_context *ctx, const qmm_weights *w, int64_t n,
+                                        const float *x, int64_t ldx, float *y, int64_t ldy) {
+    qmm_cpu_state *st = ctx->backend;
+    const qmm_cpu_weights *cw = w->backend;
+    const qmm_x86_weights *xw = cw->x86;
+    if (xw == NULL || xw->bf16.data == NULL)
+        return qmm_error(QMM_ERR_INTERNAL, "fused_amx: weights were not packed to bf16 tiles");
+    qmm_status s = qmm_cpu_scratch_grow(&st->shared, qmm_x86_gemm_bf16_amx_scratch(&xw->bf16, n));
+    if (s != QMM_OK) return s;
+    qmm_x86_gemm_bf16_amx(&xw->bf16, n, x, ldx, y, ldy, st->shared.ptr, st->n_threads);
+    return QMM_OK;
+}

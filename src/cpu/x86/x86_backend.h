@@ -1,0 +1,33 @@
+/*
+ * x86_backend.h — how the CPU backend (backend.c) reaches the x86 kernels: the per-weights
+ * repack hook and the strategy implementations registered in backend.c's table.
+ * Portable declarations; every function checks the context's ISA level itself.
+ */
+#ifndef QMM_CPU_X86_BACKEND_H
+#define QMM_CPU_X86_BACKEND_H
+
+#include <stdbool.h>
+
+#include "cpu/cpu_internal.h"
+#include "cpu/x86/x86_kernels.h"
+
+/* The x86 forms of one CPU weights object (qmm_cpu_weights.x86). */
+typedef struct qmm_x86_weights {
+    qmm_x86_bf16_tiles bf16; /* AMX B-tiles; data == NULL when not packed */
+} qmm_x86_weights;
+
+/*
+ * Called by weights_init after the packed GGUF rows are in place: at ISA level amx, packs
+ * the weights into bf16 AMX tiles (m_pad * k_pad * 2 bytes more) for the fused strategy.
+ * Leaves cw->x86 NULL when nothing is needed. Errors: QMM_ERR_OUT_OF_MEMORY.
+ */
+qmm_status qmm_cpu_x86_weights_init(const qmm_context *ctx, qmm_weights *w);
+/* Free what qmm_cpu_x86_weights_init made (NULL-safe). */
+void qmm_cpu_x86_weights_release(qmm_weights *w);
+
+/* fused on AMX-BF16: any weight type but f32 (kept on the exact f32 paths). */
+bool qmm_cpu_x86_fused_amx_supports(const qmm_context *ctx, qmm_type type, const char **why);
+qmm_status qmm_cpu_x86_matmul_fused_amx(qmm_context *ctx, const qmm_weights *w, int64_t n,
+                                        const float *x, int64_t ldx, float *y, int64_t ldy);
+
+#endif /* QMM_CPU_X86_BACKEND_H */
