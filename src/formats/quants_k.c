@@ -15,65 +15,9 @@
 #include <string.h>
 
 #include "formats/blocks.h"
+#include "formats/fp16.h"
 #include "formats/kquant_search.h"
 #include "formats/quants.h"
-
-/* ---------------------------------------------------------------------------------------
- * IEEE binary16 <-> binary32 (local until fmt1's fp16.h lands; exact / round-to-nearest-even
- * like ggml's GGML_FP16_TO_FP32 / GGML_FP32_TO_FP16).
- * ------------------------------------------------------------------------------------- */
-static inline float kq_half_to_float(qmm_half h) {
-    uint32_t sign = (uint32_t)(h & 0x8000) << 16;
-    uint32_t exp = (h >> 10) & 0x1F;
-    uint32_t man = h & 0x3FF;
-    uint32_t bits;
-    if (exp == 0x1F) {
-        bits = sign | 0x7F800000u | (man << 13);
-    } else if (exp != 0) {
-        bits = sign | ((exp + 112) << 23) | (man << 13);
-    } else if (man == 0) {
-        bits = sign;
-    } else {
-        /* subnormal: normalize */
-        int e = -1;
-        do { man <<= 1; e++; } while (!(man & 0x400));
-        bits = sign | ((uint32_t)(112 - e) << 23) | ((man & 0x3FF) << 13);
-    }
-    float f;
-    memcpy(&f, &bits, sizeof(f));
-    return f;
-}
-
-static inline qmm_half kq_float_to_half(float f) {
-    uint32_t x;
-    memcpy(&x, &f, sizeof(x));
-    uint32_t sign = (x >> 16) & 0x8000;
-    uint32_t ax = x & 0x7FFFFFFFu;
-    if (ax > 0x7F800000u) { /* NaN: keep it quiet, keep top payload bits */
-        return (qmm_half)(sign | 0x7E00 | ((ax >> 13) & 0x3FF));
-    }
-    if (ax >= 0x477FF000u) { /* rounds to >= 65536 (or is Inf) */
-        return (qmm_half)(sign | 0x7C00);
-    }
-    if (ax < 0x38800000u) { /* below the smallest normal half: subnormal or zero */
-        if (ax < 0x33000000u) { /* < 2^-25: rounds to zero (2^-25 itself ties to even 0) */
-            return (qmm_half)sign;
-        }
-        uint32_t e = ax >> 23;
-        uint32_t man = (ax & 0x7FFFFF) | 0x800000;
-        uint32_t shift = 126 - e; /* 14..24 */
-        uint32_t q = man >> shift;
-        uint32_t rem = man & ((1u << shift) - 1);
-        uint32_t half = 1u << (shift - 1);
-        if (rem > half || (rem == half && (q & 1))) q++;
-        return (qmm_half)(sign | q);
-    }
-    uint32_t r = ax - 0x38000000u; /* rebias exponent 127 -> 15 */
-    uint32_t q = r >> 13;
-    uint32_t rem = r & 0x1FFF;
-    if (rem > 0x1000 || (rem == 0x1000 && (q & 1))) q++;
-    return (qmm_half)(sign | q);
-}
 
 /* ---------------------------------------------------------------------------------------
  * Dequantization
@@ -85,8 +29,8 @@ void qmm_dequantize_row_q2_K(const void *src, float *dst, int64_t k) {
     const block_q2_K *x = (const block_q2_K *)src;
     const int64_t nb = k / QK_K;
     for (int64_t i = 0; i < nb; i++) {
-        const float d = kq_half_to_float(x[i].d);
-        const float dmin = kq_half_to_float(x[i].dmin);
+        const float d = qmm_fp16_to_fp32(x[i].d);
+        const float dmin = qmm_fp16_to_fp32(x[i].dmin);
         float *y = dst + i * QK_K;
         for (int h = 0; h < 2; h++) {
             const uint8_t *q = x[i].qs + 32 * h;
@@ -121,7 +65,7 @@ void qmm_dequantize_row_q3_K(const void *src, float *dst, int64_t k) {
     const block_q3_K *x = (const block_q3_K *)src;
     const int64_t nb = k / QK_K;
     for (int64_t i = 0; i < nb; i++) {
-        const float d_all = kq_half_to_float(x[i].d);
+        const float d_all = qmm_fp16_to_fp32(x[i].d);
         float *y = dst + i * QK_K;
         for (int h = 0; h < 2; h++) {
             const uint8_t *q = x[i].qs + 32 * h;
@@ -146,8 +90,8 @@ void qmm_dequantize_row_q4_K(const void *src, float *dst, int64_t k) {
     const block_q4_K *x = (const block_q4_K *)src;
     const int64_t nb = k / QK_K;
     for (int64_t i = 0; i < nb; i++) {
-        const float d = kq_half_to_float(x[i].d);
-        const float dmin = kq_half_to_float(x[i].dmin);
+        const float d = qmm_fp16_to_fp32(x[i].d);
+        const float dmin = qmm_fp16_to_fp32(x[i].dmin);
         float *y = dst + i * QK_K;
         for (int c = 0; c < 4; c++) {
             const uint8_t *q = x[i].qs + 32 * c;
@@ -167,8 +111,8 @@ void qmm_dequantize_row_q5_K(const void *src, float *dst, int64_t k) {
     const block_q5_K *x = (const block_q5_K *)src;
     const int64_t nb = k / QK_K;
     for (int64_t i = 0; i < nb; i++) {
-        const float d = kq_half_to_float(x[i].d);
-        const float dmin = kq_half_to_float(x[i].dmin);
+        const float d = qmm_fp16_to_fp32(x[i].d);
+        const float dmin = qmm_fp16_to_fp32(x[i].dmin);
         const uint8_t *qh = x[i].qh;
         float *y = dst + i * QK_K;
         for (int c = 0; c < 4; c++) {
@@ -199,7 +143,7 @@ void qmm_dequantize_row_q6_K(const void *src, float *dst, int64_t k) {
     const block_q6_K *x = (const block_q6_K *)src;
     const int64_t nb = k / QK_K;
     for (int64_t i = 0; i < nb; i++) {
-        const float d = kq_half_to_float(x[i].d);
+        const float d = qmm_fp16_to_fp32(x[i].d);
         float *y = dst + i * QK_K;
         for (int h = 0; h < 2; h++) {
             const uint8_t *ql = x[i].ql + 64 * h;
@@ -255,10 +199,10 @@ void qmm_quantize_row_q2_K_ref(const float *src, void *dst, int64_t k) {
             for (int j = 0; j < QK_K / 16; ++j) {
                 y[i].scales[j] = (uint8_t)qmm_kq_nearest_int(iscale * scales[j]);
             }
-            y[i].d = kq_float_to_half(max_scale / q4scale);
+            y[i].d = qmm_fp32_to_fp16(max_scale / q4scale);
         } else {
             memset(y[i].scales, 0, sizeof(y[i].scales));
-            y[i].d = kq_float_to_half(0.0f);
+            y[i].d = qmm_fp32_to_fp16(0.0f);
         }
         if (max_min > 0.0f) {
             const float iscale = q4scale / max_min;
@@ -266,16 +210,16 @@ void qmm_quantize_row_q2_K_ref(const float *src, void *dst, int64_t k) {
                 const int l = qmm_kq_nearest_int(iscale * mins[j]);
                 y[i].scales[j] |= (uint8_t)((unsigned)l << 4);
             }
-            y[i].dmin = kq_float_to_half(max_min / q4scale);
+            y[i].dmin = qmm_fp32_to_fp16(max_min / q4scale);
         } else {
-            y[i].dmin = kq_float_to_half(0.0f);
+            y[i].dmin = qmm_fp32_to_fp16(0.0f);
         }
 
         /* Requantize against the rounded scales; sub-blocks with a zero scale keep L. */
         for (int j = 0; j < QK_K / 16; ++j) {
-            const float d = kq_half_to_float(y[i].d) * (float)(y[i].scales[j] & 0xF);
+            const float d = qmm_fp16_to_fp32(y[i].d) * (float)(y[i].scales[j] & 0xF);
             if (d == 0.0f) continue;
-            const float dm = kq_half_to_float(y[i].dmin) * (float)(y[i].scales[j] >> 4);
+            const float dm = qmm_fp16_to_fp32(y[i].dmin) * (float)(y[i].scales[j] >> 4);
             for (int ii = 0; ii < 16; ++ii) {
                 const int l = qmm_kq_nearest_int((x[16 * j + ii] + dm) / d);
                 L[16 * j + ii] = (uint8_t)(l < 0 ? 0 : (l > 3 ? 3 : l));
@@ -316,13 +260,13 @@ void qmm_quantize_row_q3_K_ref(const float *src, void *dst, int64_t k) {
                 }
                 y[i].scales[j % 4 + 8] |= (uint8_t)((l >> 4) << (2 * (j / 4)));
             }
-            y[i].d = kq_float_to_half(1.0f / iscale);
+            y[i].d = qmm_fp32_to_fp16(1.0f / iscale);
         } else {
-            y[i].d = kq_float_to_half(0.0f);
+            y[i].d = qmm_fp32_to_fp16(0.0f);
         }
 
         for (int j = 0; j < QK_K / 16; ++j) {
-            const float d = kq_half_to_float(y[i].d) * (float)q3_K_scale(y[i].scales, j);
+            const float d = qmm_fp16_to_fp32(y[i].d) * (float)q3_K_scale(y[i].scales, j);
             if (d == 0.0f) continue;
             for (int ii = 0; ii < 16; ++ii) {
                 int l = qmm_kq_nearest_int(x[16 * j + ii] / d);
@@ -378,10 +322,10 @@ static void quantize_k4_superblock(const float *x, int nmax, float rmin, float r
         lm = lm < 63 ? lm : 63;
         qmm_kq_set_scale_min_k4(j, ls, lm, packed);
     }
-    *d_out = kq_float_to_half(max_scale / 63.f);
-    *dmin_out = kq_float_to_half(max_min / 63.f);
+    *d_out = qmm_fp32_to_fp16(max_scale / 63.f);
+    *dmin_out = qmm_fp32_to_fp16(max_min / 63.f);
 
-    const float d_all = kq_half_to_float(*d_out), dmin_all = kq_half_to_float(*dmin_out);
+    const float d_all = qmm_fp16_to_fp32(*d_out), dmin_all = qmm_fp16_to_fp32(*dmin_out);
     for (int j = 0; j < QK_K / 32; ++j) {
         uint8_t sc, m;
         qmm_kq_get_scale_min_k4(j, packed, &sc, &m);
@@ -461,14 +405,14 @@ void qmm_quantize_row_q6_K_ref(const float *src, void *dst, int64_t k) {
         }
 
         const float iscale = -128.f / max_scale;
-        y[i].d = kq_float_to_half(1.0f / iscale);
+        y[i].d = qmm_fp32_to_fp16(1.0f / iscale);
         for (int ib = 0; ib < QK_K / 16; ++ib) {
             const int l = qmm_kq_nearest_int(iscale * scales[ib]);
             y[i].scales[ib] = (int8_t)(l < 127 ? l : 127);
         }
 
         for (int j = 0; j < QK_K / 16; ++j) {
-            const float d = kq_half_to_float(y[i].d) * (float)y[i].scales[j];
+            const float d = qmm_fp16_to_fp32(y[i].d) * (float)y[i].scales[j];
             if (d == 0.0f) continue;
             for (int ii = 0; ii < 16; ++ii) {
                 int l = qmm_kq_nearest_int(x[16 * j + ii] / d);
