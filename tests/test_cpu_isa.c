@@ -1,0 +1,227 @@
+/*
+ * test_cpu_isa.c — every CPU ISA level (QMM_CPU_ISA = generic, avx2, avx512, amx) against
+ * qmm_matmul_ref, for every weight type of the type table, strategies gemv and fused, shapes
+ * with m, n and k tails (n in 1, 2, 3, 15, 16, 17, 64, 65), with guard columns in Y checked.
+ * A level this machine lacks must be refused at context creation (checked) and is then
+ * reported as skipped, never passed. Also: batch-invariant mode gives bit-identical rows
+ * for every n at every level, and a bad QMM_CPU_ISA name is an error.
+ *
+ * Limits per path (docs/KERNELS.md): paths that keep f32 activations nmse <= 1e-5 and
+ * max_rel_err <= 1e-5; the AMX-BF16 path (fused at level amx, all types but f32) rounds W and
+ * X to bf16: nmse <= 1e-5, max_rel_err <= 1e-2.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "cpu/cpu_features.h"
+#include "qmm.h"
+
+static const int64_t ns[] = {1, 2, 3, 15, 16, 17, 64, 65};
+#define N_NS (sizeof ns / sizeof ns[0])
+#define GUARD 3 /* extra floats per Y row that must stay untouched */
+static const float POISON = -12345.0f;
+
+/* Deterministic uniform values in [-1, 1). */
+static void fill(float *v, int64_t count, uint32_t seed) {
+    uint32_t s = seed * 2654435761u + 1u;
+    for (int64_t i = 0; i < count; i++) {
+        s = s * 1664525u + 1013904223u;
+        v[i] = (float)((s >> 8) * (1.0 / 16777216.0)) * 2.0f - 1.0f;
+    }
+}
+
+/* Create a CPU context at ISA level `isa` (through QMM_CPU_ISA). */
+static qmm_status make_ctx(qmm_cpu_isa isa, unsigned flags, qmm_context **ctx) {
+    setenv("QMM_CPU_ISA", qmm_cpu_isa_name(isa), 1);
+    qmm_context_params p = qmm_context_default_params();
+    p.flags = flags;
+    qmm_status s = qmm_context_create(&p, ctx);
+    unsetenv("QMM_CPU_ISA");
+    return s;
+}
+
+/* Skip (with the reason) when the machine lacks `isa`, after checking it is refused. */
+static bool level_missing(qmm_cpu_isa isa) {
+    if (qmm_cpu_isa_supported(isa)) return false;
+    qmm_context *ctx = NULL;
+    assert_int_equal(make_ctx(isa, 0, &ctx), QMM_ERR_UNSUPPORTED);
+    assert_null(ctx);
+    print_message("[  SKIPPED ] ISA level %s: not supported here (%s)\n", qmm_cpu_isa_name(isa),
+                  qmm_last_error());
+    return true;
+}
+
+/* k for a type: a tail against the 32-element AMX step where the block size allows it. */
+static int64_t pick_k(qmm_type type, int variant) {
+    int64_t bs = qmm_type_block_size(type);
+    if (bs == 1) return variant ? 72 : 40;
+    if (bs == 32) return variant ? 96 : 160;
+    return variant ? 512 : 256;
+}
+
+static void check_level(qmm_cpu_isa isa) {
+    if (level_missing(isa)) {
+        skip();
+        return;
+    }
+    qmm_context *ctx;
+    assert_int_equal(make_ctx(isa, 0, &ctx), QMM_OK);
+    const int64_t m = 33; /* two full 16-row tiles and a tail of 1 */
+    int failures = 0;
+    for (int type = 0; type < QMM_TYPE_COUNT; type++) {
+        if (!qmm_type_is_supported(type) || !qmm_type_is_weight((qmm_type)type)) continue;
+        for (int variant = 0; variant < 2; variant++) {
+            const int64_t k = pick_k((qmm_type)type, variant), nmax = 65;
+            size_t rb;
+            assert_int_equal(qmm_row_bytes((qmm_type)type, k, &rb), QMM_OK);
+            float *wf = malloc(sizeof(float) * m * k);
+            unsigned char *wq = malloc(rb * m);
+            float *x = malloc(sizeof(float) * nmax * (k + 1));
+            const int64_t ldy = m + GUARD;
+            float *y = malloc(sizeof(float) * nmax * ldy);
+            float *ref = malloc(sizeof(float) * nmax * m);
+            fill(wf, m * k, (uint32_t)(type * 7 + variant));
+            fill(x, nmax * (k + 1), (uint32_t)(type * 13 + variant + 100));
+            assert_int_equal(qmm_quantize_rows((qmm_type)type, wf, wq, m, k), QMM_OK);
+            assert_int_equal(qmm_matmul_ref((qmm_type)type, m, k, wq, rb, nmax, x, k + 1, ref, m),
+                             QMM_OK);
+            qmm_weights *w;
+            assert_int_equal(qmm_weights_create(ctx, (qmm_type)type, m, k, wq, rb, &w), QMM_OK);
+            const qmm_strategy strategies[] = {QMM_STRATEGY_GEMV, QMM_STRATEGY_FUSED};
+            for (size_t si = 0; si < 2; si++) {
+                assert_int_equal(qmm_context_set_strategy(ctx, strategies[si]), QMM_OK);
+                const bool bf16_path = isa >= QMM_CPU_ISA_AMX &&
+                                       strategies[si] == QMM_STRATEGY_FUSED &&
+                                       type != QMM_TYPE_F32;
+                const double max_nmse = 1e-5, max_rel = bf16_path ? 1e-2 : 1e-5;
+                for (size_t ni = 0; ni < N_NS; ni++) {
+                    const int64_t n = ns[ni];
+                    for (int64_t i = 0; i < nmax * ldy; i++) y[i] = POISON;
+                    assert_int_equal(qmm_matmul(ctx, w, n, x, k + 1, y, ldy), QMM_OK);
+                    qmm_diff d;
+                    assert_int_equal(qmm_compare(n, m, y, ldy, ref, m, &d), QMM_OK);
+                    bool guards_ok = true;
+                    for (int64_t j = 0; j < nmax; j++)
+                        for (int64_t i = (j < n ? m : 0); i < ldy; i++)
+                            if (y[j * ldy + i] != POISON) guards_ok = false;
+                    if (!qmm_diff_ok(&d, max_nmse, max_rel) || !guards_ok) {
+                        print_error("%s %s %s m=%lld k=%lld n=%lld: nmse %.3g max_rel %.3g "
+                                    "nonfinite %lld guards %s\n", qmm_cpu_isa_name(isa),
+                                    qmm_type_name((qmm_type)type),
+                                    qmm_strategy_name(strategies[si]), (long long)m,
+                                    (long long)k, (long long)n, d.nmse, d.max_rel_err,
+                                    (long long)d.n_nonfinite, guards_ok ? "ok" : "WRITTEN");
+                        failures++;
+                    }
+                }
+            }
+            qmm_weights_free(w);
+            free(wf);
+            free(wq);
+            free(x);
+            free(y);
+            free(ref);
+        }
+    }
+    qmm_context_free(ctx);
+    assert_int_equal(failures, 0);
+}
+
+/* Batch-invariant: row j of Y has the same bits for every n, with the auto strategy. */
+static void check_batch_invariant(qmm_cpu_isa isa) {
+    if (level_missing(isa)) {
+        skip();
+        return;
+    }
+    qmm_context *ctx;
+    assert_int_equal(make_ctx(isa, QMM_FLAG_BATCH_INVARIANT, &ctx), QMM_OK);
+    const qmm_type types[] = {QMM_TYPE_Q4_0, QMM_TYPE_Q8_0, QMM_TYPE_Q4_K, QMM_TYPE_Q6_K,
+                              QMM_TYPE_BF16, QMM_TYPE_F32};
+    const int64_t m = 40, k = 512, nmax = 65;
+    int failures = 0;
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        size_t rb;
+        assert_int_equal(qmm_row_bytes(types[ti], k, &rb), QMM_OK);
+        float *wf = malloc(sizeof(float) * m * k), *x = malloc(sizeof(float) * nmax * k);
+        unsigned char *wq = malloc(rb * m);
+        float *full = malloc(sizeof(float) * nmax * m), *y = malloc(sizeof(float) * nmax * m);
+        fill(wf, m * k, 5u + (uint32_t)ti);
+        fill(x, nmax * k, 50u + (uint32_t)ti);
+        assert_int_equal(qmm_quantize_rows(types[ti], wf, wq, m, k), QMM_OK);
+        qmm_weights *w;
+        assert_int_equal(qmm_weights_create(ctx, types[ti], m, k, wq, rb, &w), QMM_OK);
+        assert_int_equal(qmm_matmul(ctx, w, nmax, x, k, full, m), QMM_OK);
+        for (size_t ni = 0; ni < N_NS; ni++) {
+            /* Rows taken from the end of X, so each row sits at another position. */
+            const int64_t n = ns[ni], first = nmax - n;
+            assert_int_equal(qmm_matmul(ctx, w, n, x + first * k, k, y, m), QMM_OK);
+            if (memcmp(y, full + first * m, sizeof(float) * n * m) != 0) {
+                print_error("%s %s: batch-invariant rows differ at n=%lld\n",
+                            qmm_cpu_isa_name(isa), qmm_type_name(types[ti]), (long long)n);
+                failures++;
+            }
+        }
+        qmm_weights_free(w);
+        free(wf);
+        free(x);
+        free(wq);
+        free(full);
+        free(y);
+    }
+    qmm_context_free(ctx);
+    assert_int_equal(failures, 0);
+}
+
+static void test_generic(void **state) { (void)state; check_level(QMM_CPU_ISA_GENERIC); }
+static void test_avx2(void **state) { (void)state; check_level(QMM_CPU_ISA_AVX2); }
+static void test_avx512(void **state) { (void)state; check_level(QMM_CPU_ISA_AVX512); }
+static void test_amx(void **state) { (void)state; check_level(QMM_CPU_ISA_AMX); }
+static void test_invariant_generic(void **state) {
+    (void)state;
+    check_batch_invariant(QMM_CPU_ISA_GENERIC);
+}
+static void test_invariant_avx512(void **state) {
+    (void)state;
+    check_batch_invariant(QMM_CPU_ISA_AVX512);
+}
+static void test_invariant_amx(void **state) {
+    (void)state;
+    check_batch_invariant(QMM_CPU_ISA_AMX);
+}
+
+/* Bad names are INVALID_ARGUMENT; the best level is always accepted. */
+static void test_isa_env(void **state) {
+    (void)state;
+    qmm_context *ctx = NULL;
+    setenv("QMM_CPU_ISA", "avx9000", 1);
+    assert_int_equal(qmm_context_create(NULL, &ctx), QMM_ERR_INVALID_ARGUMENT);
+    assert_null(ctx);
+    assert_non_null(strstr(qmm_last_error(), "avx9000"));
+    unsetenv("QMM_CPU_ISA");
+    assert_int_equal(make_ctx(qmm_cpu_isa_best(), 0, &ctx), QMM_OK);
+    qmm_context_free(ctx);
+    for (int i = 0; i < QMM_CPU_ISA_COUNT; i++)
+        print_message("ISA level %-7s %s\n", qmm_cpu_isa_name((qmm_cpu_isa)i),
+                      qmm_cpu_isa_supported((qmm_cpu_isa)i) ? "supported" : "not supported");
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_isa_env),
+        cmocka_unit_test(test_generic),
+        cmocka_unit_test(test_avx2),
+        cmocka_unit_test(test_avx512),
+        cmocka_unit_test(test_amx),
+        cmocka_unit_test(test_invariant_generic),
+        cmocka_unit_test(test_invariant_avx512),
+        cmocka_unit_test(test_invariant_amx),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
