@@ -1,0 +1,135 @@
+/*
+ * cuda_bench.c — times the CUDA strategies on the LFM2.5-350M shapes (m x k = 4608x1024,
+ * 1024x4608, 3072x1024, 1024x1024, 512x1024) at n = 1 and 512, for q4_0, q4_K, q6_K and f16.
+ *
+ * Each (type, shape, n, strategy) is first verified against qmm_matmul_ref with the strategy's
+ * limits (docs/CUDA.md); only a verified result is timed. Timing: 20 warm-up runs, then 7
+ * batches of 100 matmuls between CUDA events (qmm_timer_begin/end), rotating among 4 input
+ * sets of random X (never zeros); the median batch gives microseconds per matmul.
+ * Prints one line per case: type m k n strategy us verified nmse.
+ *
+ * Build (bench/gpu_run.sh does this): nvcc -O2 -o cuda_bench bench/cuda_bench.c -Iinclude
+ *   <build>/libqmm.a -lcublas -lcublasLt -lnvrtc -lopenblas -lgomp -lm
+ * Usage: cuda_bench [--quick]   (--quick: one shape, for a smoke test)
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "qmm.h"
+
+#define SETS 4
+#define WARMUP 20
+#define BATCHES 7
+#define PER_BATCH 100
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+static float urand(void) {
+    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return (float)((double)(z >> 40) / (double)(1ull << 24)) * 2.0f - 1.0f;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    const double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+#define CHECK(call)                                                                        \
+    do {                                                                                   \
+        qmm_status s_ = (call);                                                            \
+        if (s_ != QMM_OK) {                                                                \
+            fprintf(stderr, "%s: %s: %s\n", #call, qmm_status_str(s_), qmm_last_error());   \
+            exit(1);                                                                       \
+        }                                                                                  \
+    } while (0)
+
+static void run_case(qmm_context *ctx, qmm_type type, int64_t m, int64_t k, int64_t n) {
+    size_t rb;
+    CHECK(qmm_row_bytes(type, k, &rb));
+    float *wf = malloc((size_t)(m * k) * sizeof(float));
+    unsigned char *wq = malloc(rb * (size_t)m);
+    float *x = malloc((size_t)(SETS * n * k) * sizeof(float));
+    float *ref = malloc((size_t)(n * m) * sizeof(float)), *out = malloc((size_t)(n * m) * sizeof(float));
+    if (!wf || !wq || !x || !ref || !out) exit(1);
+    for (int64_t i = 0; i < m * k; i++) wf[i] = urand();
+    for (int64_t i = 0; i < SETS * n * k; i++) x[i] = urand();
+    CHECK(qmm_quantize_rows(type, wf, wq, m, k));
+    /* reference for input set 0, rows in parallel chunks */
+#pragma omp parallel for schedule(dynamic)
+    for (int64_t t0 = 0; t0 < n; t0 += 8) {
+        const int64_t nc = n - t0 < 8 ? n - t0 : 8;
+        if (qmm_matmul_ref(type, m, k, wq, rb, nc, x + t0 * k, k, ref + t0 * m, m) != QMM_OK) exit(1);
+    }
+    qmm_weights *w;
+    CHECK(qmm_weights_create(ctx, type, m, k, wq, rb, &w));
+    float *dx, *dy;
+    CHECK(qmm_buffer_alloc(ctx, (size_t)(SETS * n * k) * sizeof(float), (void **)&dx));
+    CHECK(qmm_buffer_alloc(ctx, (size_t)(n * m) * sizeof(float), (void **)&dy));
+    CHECK(qmm_buffer_upload(ctx, dx, x, (size_t)(SETS * n * k) * sizeof(float)));
+    const qmm_strategy strategies[] = {QMM_STRATEGY_GEMV, QMM_STRATEGY_DEQUANT_SGEMM,
+                                       QMM_STRATEGY_CACHED_F16, QMM_STRATEGY_FUSED, QMM_STRATEGY_AUTO};
+    for (size_t si = 0; si < sizeof strategies / sizeof strategies[0]; si++) {
+        CHECK(qmm_context_set_strategy(ctx, strategies[si]));
+        qmm_strategy chosen;
+        if (qmm_matmul_strategy(ctx, w, n, &chosen) != QMM_OK) continue;
+        CHECK(qmm_matmul(ctx, w, n, dx, k, dy, m));
+        CHECK(qmm_buffer_download(ctx, out, dy, (size_t)(n * m) * sizeof(float)));
+        qmm_diff d;
+        CHECK(qmm_compare(n, m, out, m, ref, m, &d));
+        const bool f32 = chosen == QMM_STRATEGY_GEMV || chosen == QMM_STRATEGY_DEQUANT_SGEMM;
+        const bool ok = qmm_diff_ok(&d, f32 ? 1e-10 : 1e-5, f32 ? 1e-5 : 1e-2);
+        if (!ok) {
+            printf("%-5s %5lld %5lld %4lld %-13s   FAILED verification nmse %.3g max_rel %.3g\n",
+                   qmm_type_name(type), (long long)m, (long long)k, (long long)n,
+                   qmm_strategy_name(strategies[si]), d.nmse, d.max_rel_err);
+            continue;
+        }
+        for (int i = 0; i < WARMUP; i++) CHECK(qmm_matmul(ctx, w, n, dx + (i % SETS) * n * k, k, dy, m));
+        double ms[BATCHES];
+        for (int b = 0; b < BATCHES; b++) {
+            CHECK(qmm_timer_begin(ctx));
+            for (int i = 0; i < PER_BATCH; i++) CHECK(qmm_matmul(ctx, w, n, dx + (i % SETS) * n * k, k, dy, m));
+            CHECK(qmm_timer_end(ctx, &ms[b]));
+        }
+        qsort(ms, BATCHES, sizeof ms[0], cmp_double);
+        const double us = ms[BATCHES / 2] * 1000.0 / PER_BATCH;
+        char name[32];
+        snprintf(name, sizeof name, "%s%s%s", qmm_strategy_name(strategies[si]),
+                 strategies[si] == QMM_STRATEGY_AUTO ? "->" : "",
+                 strategies[si] == QMM_STRATEGY_AUTO ? qmm_strategy_name(chosen) : "");
+        printf("%-5s %5lld %5lld %4lld %-24s %9.2f us  verified nmse %.2e  %.1f GB/s-of-W %.2f TFLOP/s\n",
+               qmm_type_name(type), (long long)m, (long long)k, (long long)n, name, us, d.nmse,
+               (double)(rb * (size_t)m) / (us * 1e3), 2.0 * m * k * n / (us * 1e6));
+        fflush(stdout);
+    }
+    qmm_buffer_free(ctx, dx);
+    qmm_buffer_free(ctx, dy);
+    qmm_weights_free(w);
+    free(wf);
+    free(wq);
+    free(x);
+    free(ref);
+    free(out);
+}
+
+int main(int argc, char **argv) {
+    const int quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+    qmm_context_params p = qmm_context_default_params();
+    p.backend = QMM_BACKEND_CUDA;
+    qmm_context *ctx;
+    CHECK(qmm_context_create(&p, &ctx));
+    const int64_t shapes[][2] = {{4608, 1024}, {1024, 4608}, {3072, 1024}, {1024, 1024}, {512, 1024}};
+    const qmm_type types[] = {QMM_TYPE_Q4_0, QMM_TYPE_Q4_K, QMM_TYPE_Q6_K, QMM_TYPE_F16};
+    const int64_t ns[] = {1, 512};
+    printf("type      m     k    n strategy                        time\n");
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
+        for (size_t si = 0; si < (quick ? 1 : sizeof shapes / sizeof shapes[0]); si++)
+            for (size_t ni = 0; ni < 2; ni++) run_case(ctx, types[ti], shapes[si][0], shapes[si][1], ns[ni]);
+    qmm_context_free(ctx);
+    return 0;
+}

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# gpu_run.sh — on a GPU machine: build qmm with CUDA (sm_90a), run the whole ctest suite,
+# compute-sanitizer (memcheck, racecheck, synccheck) over tests/test_cuda in its reduced mode,
+# and the CUDA benchmark; logs go to $OUT (default ./out).
+#
+# The lent H200 machine has no registry access: build dependencies (OpenBLAS, cmocka, cJSON,
+# pkgconf, as Debian 12 .deb files) and the gguf Python package travel in .deps/ (ignored by
+# git; see docs/CUDA.md for how to fill it) and are unpacked under /tmp/deps, not into /.
+# Usage: bash bench/gpu_run.sh [quick]    (quick: bench one shape only)
+set -uo pipefail
+OUT=${OUT:-$PWD/out}
+mkdir -p "$OUT"
+SRC=$(pwd)
+BUILD=${BUILD:-/tmp/qmm-build}
+exec > >(tee "$OUT/gpu_run.log") 2>&1
+
+echo "== machine"; date -u; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv
+nvcc --version | tail -1; cmake --version | head -1; gcc --version | head -1
+
+if [ -d .deps ] && ! pkg-config --exists cmocka 2>/dev/null; then
+  echo "== unpacking .deps into /tmp/deps"
+  for f in .deps/*.deb; do dpkg -x "$f" /tmp/deps; done
+  D=/tmp/deps/usr/lib/x86_64-linux-gnu
+  export PKG_CONFIG_PATH=$D/pkgconfig:$D/openblas-pthread/pkgconfig
+  export PKG_CONFIG_SYSROOT_DIR=/tmp/deps
+  export LD_LIBRARY_PATH=$D:$D/openblas-pthread:${LD_LIBRARY_PATH:-}
+  export LIBRARY_PATH=$D:$D/openblas-pthread
+  export PATH=/tmp/deps/usr/bin:$PATH
+  export PYTHONPATH=$SRC/.deps/py:${PYTHONPATH:-}
+fi
+
+echo "== configure + build"
+cmake -S "$SRC" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a \
+  -DQMM_CUDA=ON > "$OUT/configure.log" 2>&1 || { tail -40 "$OUT/configure.log"; exit 1; }
+cmake --build "$BUILD" -j16 -- -k 0 > "$OUT/build.log" 2>&1
+echo "build rc=$? (errors, if any:)"; grep -E "error|FAILED" "$OUT/build.log" | head -20
+
+echo "== ctest (whole suite)"
+(cd "$BUILD" && timeout 420 ctest --output-on-failure -j8 --timeout 400) > "$OUT/ctest.log" 2>&1
+echo "ctest rc=$?"; grep -E "tests passed|Test +#|Failed|Skipped|\*\*\*" "$OUT/ctest.log" | tail -40
+
+echo "== test_cuda summary"
+grep -E "^\[ +(OK|FAILED|PASSED|SKIPPED) +\]|checked runs|error:|nmse" "$OUT/ctest.log" | head -40
+
+echo "== compute-sanitizer (QMM_TEST_CUDA_QUICK=1)"
+for tool in memcheck racecheck synccheck; do
+  QMM_TEST_CUDA_QUICK=1 timeout 240 compute-sanitizer --tool $tool --error-exitcode 99 \
+    "$BUILD/tests/test_cuda" > "$OUT/sanitizer_$tool.log" 2>&1
+  echo "$tool rc=$?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED' "$OUT/sanitizer_$tool.log" | tr '\n' ' ')"
+done
+
+echo "== bench"
+if [ -x "$BUILD/tools/qmm/qmm" ]; then
+  timeout 60 "$BUILD/tools/qmm/qmm" bench --backend cuda > "$OUT/qmm_bench_cuda.log" 2>&1
+  echo "qmm bench --backend cuda rc=$?"; tail -20 "$OUT/qmm_bench_cuda.log"
+fi
+nvcc -O2 -Xcompiler -fopenmp -o "$BUILD/cuda_bench" bench/cuda_bench.c -Iinclude "$BUILD/libqmm.a" \
+  -lcublas -lcublasLt -lnvrtc -lopenblas -lgomp -lm && \
+  timeout 300 "$BUILD/cuda_bench" ${1:+--$1} > "$OUT/cuda_bench.log" 2>&1
+echo "cuda_bench rc=$?"; cat "$OUT/cuda_bench.log"

@@ -1,0 +1,541 @@
+/*
+ * test_cuda.c — the CUDA backend against the CPU reference (qmm_matmul_ref).
+ *
+ * Skips (exit 77) when the library was built without CUDA or no GPU is usable.
+ * QMM_TEST_CUDA_QUICK=1 runs a reduced set (for compute-sanitizer): fewer shapes and types,
+ * 3 repeats instead of 100.
+ *
+ * Checks: the dequantize kernel is bit-identical to the CPU for every type on random bytes
+ * (every scale bit pattern, subnormal f16 included); every type x strategy x n x shape within
+ * the strategy's limits with NaN-poisoned padding (ldy > m) that must survive and exact-size
+ * device buffers; 100 repeated runs bit-identical; a CUDA graph of every strategy replayed on
+ * new inputs; input produced on the caller's stream behind a slow kernel; batch invariance;
+ * bad input rejected with Y untouched; weights beyond the f16 range refused by f16 paths.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "qmm.h"
+#include "test_util.h"
+
+#ifndef QMM_WITH_CUDA
+
+int main(void) {
+    printf("test_cuda: skipped: this libqmm was built without the CUDA backend\n");
+    return 77;
+}
+
+#else
+
+#include <cuda_runtime.h>
+
+#include "cuda/cuda_internal.h"
+
+/* Limits per strategy (docs/CUDA.md): f32 paths and f16-input paths. */
+#define F32_NMSE 1e-10
+#define F32_REL 1e-5
+#define F16_NMSE 1e-5
+#define F16_REL 1e-2
+
+static const qmm_type k_types[] = {
+    QMM_TYPE_F32, QMM_TYPE_F16, QMM_TYPE_BF16, QMM_TYPE_Q4_0, QMM_TYPE_Q4_1,
+    QMM_TYPE_Q5_0, QMM_TYPE_Q5_1, QMM_TYPE_Q8_0, QMM_TYPE_Q2_K, QMM_TYPE_Q3_K,
+    QMM_TYPE_Q4_K, QMM_TYPE_Q5_K, QMM_TYPE_Q6_K};
+#define N_TYPES (sizeof k_types / sizeof k_types[0])
+
+static const qmm_strategy k_strategies[] = {QMM_STRATEGY_GEMV, QMM_STRATEGY_DEQUANT_SGEMM,
+                                            QMM_STRATEGY_CACHED_F16, QMM_STRATEGY_FUSED};
+#define N_STRATEGIES (sizeof k_strategies / sizeof k_strategies[0])
+
+static bool quick(void) {
+    const char *v = getenv("QMM_TEST_CUDA_QUICK");
+    return v != NULL && v[0] != '\0' && v[0] != '0';
+}
+
+static bool is_f32_path(qmm_strategy s) {
+    return s == QMM_STRATEGY_GEMV || s == QMM_STRATEGY_DEQUANT_SGEMM;
+}
+
+#define CUDA_OK(call)                                                                    \
+    do {                                                                                 \
+        cudaError_t e_ = (call);                                                         \
+        if (e_ != cudaSuccess) fail_msg("%s: %s", #call, cudaGetErrorString(e_));       \
+    } while (0)
+
+#define QMM_OK_(call)                                                                    \
+    do {                                                                                 \
+        qmm_status s_ = (call);                                                          \
+        if (s_ != QMM_OK) fail_msg("%s: %s: %s", #call, qmm_status_str(s_), qmm_last_error()); \
+    } while (0)
+
+/* ---------------------------------------------------------------------------------------
+ * A problem: weights, X (n_max rows, stride ldx) and the reference Y for all n_max rows.
+ * ------------------------------------------------------------------------------------- */
+
+typedef struct problem {
+    tu_weights w;
+    int64_t m, k, n_max, ldx, ldy;
+    float *x;   /* host, n_max x ldx (padding NaN) */
+    float *ref; /* host, n_max x m */
+} problem;
+
+/* The reference for rows [0, n): qmm_matmul_ref on chunks of rows in parallel (rows are
+ * independent in the reference). */
+static qmm_status reference(const tu_weights *w, int64_t n, const float *x, int64_t ldx, float *ref) {
+    qmm_status st = QMM_OK;
+    const int64_t chunk = 16;
+#pragma omp parallel for schedule(dynamic)
+    for (int64_t t0 = 0; t0 < n; t0 += chunk) {
+        const int64_t nc = n - t0 < chunk ? n - t0 : chunk;
+        qmm_status s = qmm_matmul_ref(w->type, w->m, w->k, w->buf.data, w->row_stride, nc,
+                                      x + t0 * ldx, ldx, ref + t0 * w->m, w->m);
+        if (s != QMM_OK) {
+#pragma omp critical
+            st = s;
+        }
+    }
+    return st;
+}
+
+static void problem_make(problem *p, qmm_type type, int64_t m, int64_t k, int64_t n_max, tu_rng *r) {
+    memset(p, 0, sizeof *p);
+    p->m = m;
+    p->k = k;
+    p->n_max = n_max;
+    p->ldx = k + 5;
+    p->ldy = m + 3;
+    QMM_OK_(tu_weights_make(&p->w, type, m, k, 16, r));
+    p->x = malloc((size_t)(n_max * p->ldx) * sizeof(float));
+    p->ref = malloc((size_t)(n_max * m) * sizeof(float));
+    assert_non_null(p->x);
+    assert_non_null(p->ref);
+    tu_poison_fill(p->x, (size_t)(n_max * p->ldx));
+    for (int64_t i = 0; i < n_max; i++) tu_fill_uniform(r, p->x + i * p->ldx, (size_t)k, -1.0f, 1.0f);
+    QMM_OK_(reference(&p->w, n_max, p->x, p->ldx, p->ref));
+}
+
+static void problem_free(problem *p) {
+    tu_weights_free(&p->w);
+    free(p->x);
+    free(p->ref);
+}
+
+static qmm_context *cuda_context(unsigned flags, void *stream) {
+    qmm_context_params prm = qmm_context_default_params();
+    prm.backend = QMM_BACKEND_CUDA;
+    prm.flags = flags;
+    prm.cuda_stream = stream;
+    qmm_context *ctx = NULL;
+    QMM_OK_(qmm_context_create(&prm, &ctx));
+    return ctx;
+}
+
+/* Device copies of X (exact size (n-1)*ldx + k) and a poisoned Y (exact size (n-1)*ldy + m). */
+typedef struct dev_io {
+    float *x, *y;
+    size_t x_count, y_count;
+} dev_io;
+
+static void dev_io_make(qmm_context *ctx, const problem *p, int64_t n, dev_io *io) {
+    io->x_count = (size_t)((n - 1) * p->ldx + p->k);
+    io->y_count = (size_t)((n - 1) * p->ldy + p->m);
+    QMM_OK_(qmm_buffer_alloc(ctx, io->x_count * sizeof(float), (void **)&io->x));
+    QMM_OK_(qmm_buffer_alloc(ctx, io->y_count * sizeof(float), (void **)&io->y));
+    QMM_OK_(qmm_buffer_upload(ctx, io->x, p->x, io->x_count * sizeof(float)));
+}
+
+static void dev_io_poison_y(qmm_context *ctx, dev_io *io) {
+    float *h = malloc(io->y_count * sizeof(float));
+    assert_non_null(h);
+    tu_poison_fill(h, io->y_count);
+    QMM_OK_(qmm_buffer_upload(ctx, io->y, h, io->y_count * sizeof(float)));
+    free(h);
+}
+
+static void dev_io_free(qmm_context *ctx, dev_io *io) {
+    qmm_buffer_free(ctx, io->x);
+    qmm_buffer_free(ctx, io->y);
+}
+
+/* Download Y and check it: padding still poison, values within the strategy's limits. */
+static void check_y(qmm_context *ctx, const problem *p, const dev_io *io, int64_t n, qmm_strategy s,
+                    const char *what) {
+    float *h = malloc(io->y_count * sizeof(float));
+    assert_non_null(h);
+    QMM_OK_(qmm_buffer_download(ctx, h, io->y, io->y_count * sizeof(float)));
+    if (!tu_padding_intact(h, n, p->m, p->ldy))
+        fail_msg("%s: %s %s m=%lld k=%lld n=%lld wrote into Y's padding", what,
+                 qmm_type_name(p->w.type), qmm_strategy_name(s), (long long)p->m, (long long)p->k,
+                 (long long)n);
+    qmm_diff d;
+    QMM_OK_(qmm_compare(n, p->m, h, p->ldy, p->ref, p->m, &d));
+    const bool f32 = is_f32_path(s);
+    if (!qmm_diff_ok(&d, f32 ? F32_NMSE : F16_NMSE, f32 ? F32_REL : F16_REL))
+        fail_msg("%s: %s %s m=%lld k=%lld n=%lld: nmse %.3g max_rel %.3g nonfinite %lld "
+                 "(worst row %lld col %lld)", what, qmm_type_name(p->w.type), qmm_strategy_name(s),
+                 (long long)p->m, (long long)p->k, (long long)n, d.nmse, d.max_rel_err,
+                 (long long)d.n_nonfinite, (long long)d.worst_row, (long long)d.worst_col);
+    free(h);
+}
+
+/* k of "one block" and "a few blocks" for a type (float types: 7 and 100, odd on purpose). */
+static int64_t k_of(qmm_type t, int which) {
+    const int64_t b = qmm_type_block_size(t);
+    if (b == 1) return which == 0 ? 7 : 100;
+    return which == 0 ? b : 3 * b;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Tests
+ * ------------------------------------------------------------------------------------- */
+
+/* Dequantization on the device equals the CPU's bit for bit (NaN == NaN), on random bytes. */
+static void test_dequantize_bit_exact(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(11);
+    qmm_context *ctx = cuda_context(0, NULL);
+    for (size_t ti = 0; ti < N_TYPES; ti++) {
+        const qmm_type t = k_types[ti];
+        const int64_t m = 37, k = 4 * qmm_type_block_size(t) * (qmm_type_block_size(t) == 1 ? 64 : 1);
+        size_t rb;
+        QMM_OK_(qmm_row_bytes(t, k, &rb));
+        const size_t bytes = rb * (size_t)m;
+        unsigned char *src = malloc(bytes);
+        float *cpu = malloc((size_t)(m * k) * sizeof(float)), *gpu = malloc((size_t)(m * k) * sizeof(float));
+        assert_true(src && cpu && gpu);
+        for (size_t i = 0; i < bytes; i++) src[i] = (unsigned char)tu_rng_u64(&r);
+        QMM_OK_(qmm_dequantize_rows(t, src, cpu, m, k));
+        void *dsrc, *ddst;
+        QMM_OK_(qmm_buffer_alloc(ctx, bytes, &dsrc));
+        QMM_OK_(qmm_buffer_alloc(ctx, (size_t)(m * k) * sizeof(float), &ddst));
+        QMM_OK_(qmm_buffer_upload(ctx, dsrc, src, bytes));
+        CUDA_OK(qmm_cuda_dequantize(t, dsrc, rb, m, k, ddst, 0));
+        CUDA_OK(cudaDeviceSynchronize());
+        QMM_OK_(qmm_buffer_download(ctx, gpu, ddst, (size_t)(m * k) * sizeof(float)));
+        for (int64_t i = 0; i < m * k; i++) {
+            uint32_t a, b;
+            memcpy(&a, &cpu[i], 4);
+            memcpy(&b, &gpu[i], 4);
+            const bool both_nan = cpu[i] != cpu[i] && gpu[i] != gpu[i];
+            if (a != b && !both_nan)
+                fail_msg("dequantize %s: element %lld (row %lld) cpu 0x%08x gpu 0x%08x", qmm_type_name(t),
+                         (long long)i, (long long)(i / k), a, b);
+        }
+        qmm_buffer_free(ctx, dsrc);
+        qmm_buffer_free(ctx, ddst);
+        free(src);
+        free(cpu);
+        free(gpu);
+    }
+    qmm_context_free(ctx);
+}
+
+/* Every type x strategy x n x shape against the reference, poisoned padding intact. */
+static void test_matmul_all(void **state) {
+    (void)state;
+    const int64_t ms_full[] = {1, 7, 33, 4608}, ms_quick[] = {7, 33};
+    const int64_t ns_full[] = {1, 8, 9, 64, 512}, ns_quick[] = {1, 9, 64};
+    const int64_t *ms = quick() ? ms_quick : ms_full, *ns = quick() ? ns_quick : ns_full;
+    const int n_m = quick() ? 2 : 4, n_n = quick() ? 3 : 5;
+    tu_rng r = tu_rng_make(22);
+    qmm_context *ctx = cuda_context(0, NULL);
+    int runs = 0;
+    for (size_t ti = 0; ti < N_TYPES; ti++) {
+        if (quick() && ti % 3 != 0 && k_types[ti] != QMM_TYPE_Q6_K) continue;
+        for (int mi = 0; mi < n_m; mi++) {
+            for (int kw = 0; kw < 2; kw++) {
+                problem p;
+                problem_make(&p, k_types[ti], ms[mi], k_of(k_types[ti], kw), ns[n_n - 1], &r);
+                qmm_weights *w = NULL;
+                QMM_OK_(qmm_weights_create(ctx, p.w.type, p.m, p.k, p.w.buf.data, p.w.row_stride, &w));
+                for (int ni = 0; ni < n_n; ni++) {
+                    dev_io io;
+                    dev_io_make(ctx, &p, ns[ni], &io);
+                    for (size_t si = 0; si < N_STRATEGIES; si++) {
+                        QMM_OK_(qmm_context_set_strategy(ctx, k_strategies[si]));
+                        dev_io_poison_y(ctx, &io);
+                        QMM_OK_(qmm_matmul(ctx, w, ns[ni], io.x, p.ldx, io.y, p.ldy));
+                        check_y(ctx, &p, &io, ns[ni], k_strategies[si], "matmul");
+                        runs++;
+                    }
+                    QMM_OK_(qmm_context_set_strategy(ctx, QMM_STRATEGY_AUTO));
+                    qmm_strategy chosen;
+                    QMM_OK_(qmm_matmul_strategy(ctx, w, ns[ni], &chosen));
+                    dev_io_poison_y(ctx, &io);
+                    QMM_OK_(qmm_matmul(ctx, w, ns[ni], io.x, p.ldx, io.y, p.ldy));
+                    check_y(ctx, &p, &io, ns[ni], chosen, "auto");
+                    dev_io_free(ctx, &io);
+                }
+                qmm_weights_free(w);
+                problem_free(&p);
+            }
+        }
+    }
+    print_message("test_matmul_all: %d checked runs\n", runs);
+    qmm_context_free(ctx);
+}
+
+/* The same inputs give the same bits, run after run, on every strategy. */
+static void test_repeat_bit_identical(void **state) {
+    (void)state;
+    const int reps = quick() ? 3 : 100;
+    tu_rng r = tu_rng_make(33);
+    qmm_context *ctx = cuda_context(0, NULL);
+    problem p;
+    problem_make(&p, QMM_TYPE_Q4_K, quick() ? 256 : 4608, 1024, 64, &r);
+    qmm_weights *w = NULL;
+    QMM_OK_(qmm_weights_create(ctx, p.w.type, p.m, p.k, p.w.buf.data, p.w.row_stride, &w));
+    dev_io io;
+    dev_io_make(ctx, &p, p.n_max, &io);
+    float *first = malloc(io.y_count * sizeof(float)), *again = malloc(io.y_count * sizeof(float));
+    assert_true(first && again);
+    for (size_t si = 0; si < N_STRATEGIES; si++) {
+        QMM_OK_(qmm_context_set_strategy(ctx, k_strategies[si]));
+        for (int i = 0; i < reps; i++) {
+            QMM_OK_(qmm_matmul(ctx, w, p.n_max, io.x, p.ldx, io.y, p.ldy));
+            QMM_OK_(qmm_buffer_download(ctx, i == 0 ? first : again, io.y, io.y_count * sizeof(float)));
+            if (i > 0 && !tu_bits_equal(first, p.ldy, again, p.ldy, p.n_max, p.m))
+                fail_msg("%s: run %d differs from run 0", qmm_strategy_name(k_strategies[si]), i);
+        }
+    }
+    free(first);
+    free(again);
+    dev_io_free(ctx, &io);
+    qmm_weights_free(w);
+    problem_free(&p);
+    qmm_context_free(ctx);
+}
+
+/* A graph captured over matmuls of every strategy, replayed after new X was uploaded. */
+static void test_graph_capture(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(44);
+    cudaStream_t s;
+    CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    qmm_context *ctx = cuda_context(0, s);
+    problem p;
+    problem_make(&p, QMM_TYPE_Q5_K, 300, 512, 40, &r);
+    qmm_weights *w = NULL;
+    QMM_OK_(qmm_weights_create(ctx, p.w.type, p.m, p.k, p.w.buf.data, p.w.row_stride, &w));
+    dev_io io[N_STRATEGIES];
+    for (size_t si = 0; si < N_STRATEGIES; si++) {
+        dev_io_make(ctx, &p, p.n_max, &io[si]);
+        dev_io_poison_y(ctx, &io[si]);
+    }
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    for (size_t si = 0; si < N_STRATEGIES; si++) {
+        qmm_status st = qmm_context_set_strategy(ctx, k_strategies[si]);
+        if (st == QMM_OK) st = qmm_matmul(ctx, w, p.n_max, io[si].x, p.ldx, io[si].y, p.ldy);
+        if (st != QMM_OK) {
+            cudaStreamEndCapture(s, &graph);
+            fail_msg("capture of %s: %s", qmm_strategy_name(k_strategies[si]), qmm_last_error());
+        }
+    }
+    CUDA_OK(cudaStreamEndCapture(s, &graph));
+    CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+    for (int round = 0; round < 2; round++) {
+        /* New X (and so a new reference) before each replay. */
+        for (int64_t i = 0; i < p.n_max; i++) tu_fill_uniform(&r, p.x + i * p.ldx, (size_t)p.k, -2.0f, 2.0f);
+        QMM_OK_(reference(&p.w, p.n_max, p.x, p.ldx, p.ref));
+        for (size_t si = 0; si < N_STRATEGIES; si++) {
+            QMM_OK_(qmm_buffer_upload(ctx, io[si].x, p.x, io[si].x_count * sizeof(float)));
+            dev_io_poison_y(ctx, &io[si]);
+        }
+        CUDA_OK(cudaGraphLaunch(exec, s));
+        CUDA_OK(cudaStreamSynchronize(s));
+        for (size_t si = 0; si < N_STRATEGIES; si++)
+            check_y(ctx, &p, &io[si], p.n_max, k_strategies[si], "graph replay");
+    }
+    CUDA_OK(cudaGraphExecDestroy(exec));
+    CUDA_OK(cudaGraphDestroy(graph));
+    for (size_t si = 0; si < N_STRATEGIES; si++) dev_io_free(ctx, &io[si]);
+    qmm_weights_free(w);
+    problem_free(&p);
+    qmm_context_free(ctx);
+    CUDA_OK(cudaStreamDestroy(s));
+}
+
+/* X written on the caller's stream by a kernel that first sleeps: the matmul must wait. */
+static void test_stream_order(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(55);
+    cudaStream_t s;
+    CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    qmm_context *ctx = cuda_context(0, s);
+    problem p;
+    problem_make(&p, QMM_TYPE_Q8_0, 200, 256, 16, &r);
+    qmm_weights *w = NULL;
+    QMM_OK_(qmm_weights_create(ctx, p.w.type, p.m, p.k, p.w.buf.data, p.w.row_stride, &w));
+    dev_io io;
+    dev_io_make(ctx, &p, p.n_max, &io);
+    float *xsrc;
+    QMM_OK_(qmm_buffer_alloc(ctx, io.x_count * sizeof(float), (void **)&xsrc));
+    QMM_OK_(qmm_buffer_upload(ctx, xsrc, p.x, io.x_count * sizeof(float)));
+    float *nan_x = malloc(io.x_count * sizeof(float));
+    assert_non_null(nan_x);
+    tu_poison_fill(nan_x, io.x_count);
+    for (size_t si = 0; si < N_STRATEGIES; si++) {
+        QMM_OK_(qmm_buffer_upload(ctx, io.x, nan_x, io.x_count * sizeof(float)));
+        dev_io_poison_y(ctx, &io);
+        QMM_OK_(qmm_context_set_strategy(ctx, k_strategies[si]));
+        CUDA_OK(qmm_cuda_delayed_copy(io.x, xsrc, (int64_t)io.x_count, 50u * 1000u * 1000u, s));
+        QMM_OK_(qmm_matmul(ctx, w, p.n_max, io.x, p.ldx, io.y, p.ldy));
+        CUDA_OK(cudaStreamSynchronize(s));
+        check_y(ctx, &p, &io, p.n_max, k_strategies[si], "after slow producer");
+    }
+    free(nan_x);
+    qmm_buffer_free(ctx, xsrc);
+    dev_io_free(ctx, &io);
+    qmm_weights_free(w);
+    problem_free(&p);
+    qmm_context_free(ctx);
+    CUDA_OK(cudaStreamDestroy(s));
+}
+
+/* Batch-invariant mode: row j is bit-identical for every n; cuBLAS paths are refused. */
+static void test_batch_invariant(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(66);
+    qmm_context *ctx = cuda_context(QMM_FLAG_BATCH_INVARIANT, NULL);
+    problem p;
+    problem_make(&p, QMM_TYPE_Q4_0, 97, 320, 129, &r);
+    qmm_weights *w = NULL;
+    QMM_OK_(qmm_weights_create(ctx, p.w.type, p.m, p.k, p.w.buf.data, p.w.row_stride, &w));
+    const qmm_strategy inv[] = {QMM_STRATEGY_AUTO, QMM_STRATEGY_GEMV, QMM_STRATEGY_FUSED};
+    const int64_t ns[] = {1, 2, 8, 9, 17, 64, 129};
+    dev_io io;
+    dev_io_make(ctx, &p, p.n_max, &io);
+    float *base = malloc(io.y_count * sizeof(float)), *h = malloc(io.y_count * sizeof(float));
+    assert_true(base && h);
+    for (size_t si = 0; si < 3; si++) {
+        QMM_OK_(qmm_context_set_strategy(ctx, inv[si]));
+        QMM_OK_(qmm_matmul(ctx, w, p.n_max, io.x, p.ldx, io.y, p.ldy));
+        QMM_OK_(qmm_buffer_download(ctx, base, io.y, io.y_count * sizeof(float)));
+        check_y(ctx, &p, &io, p.n_max, inv[si] == QMM_STRATEGY_FUSED ? inv[si] : QMM_STRATEGY_GEMV,
+                "batch-invariant");
+        for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++) {
+            QMM_OK_(qmm_matmul(ctx, w, ns[ni], io.x, p.ldx, io.y, p.ldy));
+            QMM_OK_(qmm_buffer_download(ctx, h, io.y, io.y_count * sizeof(float)));
+            if (!tu_bits_equal(base, p.ldy, h, p.ldy, ns[ni], p.m))
+                fail_msg("%s: rows of n=%lld differ from the same rows of n=%lld",
+                         qmm_strategy_name(inv[si]), (long long)ns[ni], (long long)p.n_max);
+        }
+    }
+    qmm_strategy got;
+    assert_int_equal(qmm_context_set_strategy(ctx, QMM_STRATEGY_DEQUANT_SGEMM), QMM_OK);
+    assert_int_equal(qmm_matmul_strategy(ctx, w, 64, &got), QMM_ERR_UNSUPPORTED);
+    assert_int_equal(qmm_context_set_strategy(ctx, QMM_STRATEGY_CACHED_F16), QMM_OK);
+    assert_int_equal(qmm_matmul_strategy(ctx, w, 64, &got), QMM_ERR_UNSUPPORTED);
+    free(base);
+    free(h);
+    dev_io_free(ctx, &io);
+    qmm_weights_free(w);
+    problem_free(&p);
+    qmm_context_free(ctx);
+}
+
+/* Bad input: an error naming the problem, and Y untouched (still poison). */
+static void test_bad_input(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(77);
+    qmm_context *ctx = cuda_context(0, NULL);
+    problem p;
+    problem_make(&p, QMM_TYPE_Q4_1, 64, 64, 4, &r);
+    qmm_weights *w = NULL;
+    QMM_OK_(qmm_weights_create(ctx, p.w.type, p.m, p.k, p.w.buf.data, p.w.row_stride, &w));
+    dev_io io;
+    dev_io_make(ctx, &p, p.n_max, &io);
+    dev_io_poison_y(ctx, &io);
+    /* host X */
+    assert_int_equal(qmm_matmul(ctx, w, p.n_max, p.x, p.ldx, io.y, p.ldy), QMM_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(qmm_last_error(), "host memory"));
+    /* host Y */
+    float *hy = malloc(io.y_count * sizeof(float));
+    assert_non_null(hy);
+    tu_poison_fill(hy, io.y_count);
+    assert_int_equal(qmm_matmul(ctx, w, p.n_max, io.x, p.ldx, hy, p.ldy), QMM_ERR_INVALID_ARGUMENT);
+    assert_true(tu_all_poison(hy, io.y_count));
+    /* strides, n */
+    assert_int_equal(qmm_matmul(ctx, w, p.n_max, io.x, p.k - 1, io.y, p.ldy), QMM_ERR_INVALID_ARGUMENT);
+    assert_int_equal(qmm_matmul(ctx, w, p.n_max, io.x, p.ldx, io.y, p.m - 1), QMM_ERR_INVALID_ARGUMENT);
+    assert_int_equal(qmm_matmul(ctx, w, 0, io.x, p.ldx, io.y, p.ldy), QMM_ERR_INVALID_ARGUMENT);
+    /* strategies the CUDA backend does not run */
+    const qmm_strategy no[] = {QMM_STRATEGY_REF, QMM_STRATEGY_INT8, QMM_STRATEGY_FP8};
+    for (size_t i = 0; i < 3; i++) {
+        QMM_OK_(qmm_context_set_strategy(ctx, no[i]));
+        assert_int_equal(qmm_matmul(ctx, w, p.n_max, io.x, p.ldx, io.y, p.ldy), QMM_ERR_UNSUPPORTED);
+    }
+    QMM_OK_(qmm_buffer_download(ctx, hy, io.y, io.y_count * sizeof(float)));
+    assert_true(tu_all_poison(hy, io.y_count));
+    /* weights of another context */
+    qmm_context *other = cuda_context(0, NULL);
+    QMM_OK_(qmm_context_set_strategy(other, QMM_STRATEGY_GEMV));
+    assert_int_equal(qmm_matmul(other, w, p.n_max, io.x, p.ldx, io.y, p.ldy), QMM_ERR_INVALID_ARGUMENT);
+    qmm_context_free(other);
+    free(hy);
+    dev_io_free(ctx, &io);
+    qmm_weights_free(w);
+    problem_free(&p);
+    qmm_context_free(ctx);
+}
+
+/* f32 weights beyond 65504: the f16 paths refuse them, auto and the f32 paths stay exact. */
+static void test_f16_range(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(88);
+    qmm_context *ctx = cuda_context(0, NULL);
+    problem p;
+    problem_make(&p, QMM_TYPE_F32, 40, 64, 32, &r);
+    float *wv = (float *)p.w.buf.data;
+    wv[5] = 1.0e6f; /* row 0, element 5 */
+    QMM_OK_(reference(&p.w, p.n_max, p.x, p.ldx, p.ref));
+    qmm_weights *w = NULL;
+    QMM_OK_(qmm_weights_create(ctx, p.w.type, p.m, p.k, p.w.buf.data, p.w.row_stride, &w));
+    qmm_strategy got;
+    QMM_OK_(qmm_context_set_strategy(ctx, QMM_STRATEGY_CACHED_F16));
+    assert_int_equal(qmm_matmul_strategy(ctx, w, 32, &got), QMM_ERR_UNSUPPORTED);
+    QMM_OK_(qmm_context_set_strategy(ctx, QMM_STRATEGY_FUSED));
+    assert_int_equal(qmm_matmul_strategy(ctx, w, 32, &got), QMM_ERR_UNSUPPORTED);
+    QMM_OK_(qmm_context_set_strategy(ctx, QMM_STRATEGY_AUTO));
+    QMM_OK_(qmm_matmul_strategy(ctx, w, 32, &got));
+    assert_true(is_f32_path(got));
+    dev_io io;
+    dev_io_make(ctx, &p, p.n_max, &io);
+    dev_io_poison_y(ctx, &io);
+    QMM_OK_(qmm_matmul(ctx, w, p.n_max, io.x, p.ldx, io.y, p.ldy));
+    check_y(ctx, &p, &io, p.n_max, got, "f16 range");
+    dev_io_free(ctx, &io);
+    qmm_weights_free(w);
+    problem_free(&p);
+    qmm_context_free(ctx);
+}
+
+int main(void) {
+    if (!qmm_backend_available(QMM_BACKEND_CUDA)) {
+        printf("test_cuda: skipped: no usable CUDA device (qmm_backend_available(QMM_BACKEND_CUDA) "
+               "is false)\n");
+        return 77;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_dequantize_bit_exact),
+        cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_f16_range),
+        cmocka_unit_test(test_stream_order),
+        cmocka_unit_test(test_graph_capture),
+        cmocka_unit_test(test_batch_invariant),
+        cmocka_unit_test(test_repeat_bit_identical),
+        cmocka_unit_test(test_matmul_all),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
+
+#endif /* QMM_WITH_CUDA */
