@@ -178,19 +178,30 @@ static qmm_status begin_value(qmm_gguf_writer *w, const char *key, qmm_gguf_valu
     return QMM_OK;
 }
 
-static qmm_status put_scalar(bytes *b, qmm_gguf_value_type type, const void *value) {
-    size_t size = qmm_gguf_value_type_size(type);
-    uint64_t v = 0;
-    switch (size) {
-    case 1: v = *(const uint8_t *)value; break;
-    case 2: v = *(const uint16_t *)value; break;
-    case 4: v = *(const uint32_t *)value; break;
-    case 8: v = *(const uint64_t *)value; break;
+/* The bits of a C scalar of `type` at `value`. */
+static uint64_t scalar_bits(qmm_gguf_value_type type, const void *value) {
+    switch (qmm_gguf_value_type_size(type)) {
+    case 1: return *(const uint8_t *)value;
+    case 2: return *(const uint16_t *)value;
+    case 4: return *(const uint32_t *)value;
+    case 8: return *(const uint64_t *)value;
     }
-    if (type == QMM_GGUF_TYPE_BOOL && v > 1)
-        return qmm_error(QMM_ERR_INVALID_ARGUMENT, "GGUF writer: bool value %llu is not 0 or 1",
-                         (unsigned long long)v);
-    return put_le(b, v, size);
+    return 0;
+}
+
+/* Refuse bool values other than 0 and 1 before anything is written. */
+static qmm_status check_bools(qmm_gguf_value_type type, const uint8_t *values, uint64_t n) {
+    if (type != QMM_GGUF_TYPE_BOOL) return QMM_OK;
+    for (uint64_t j = 0; j < n; j++)
+        if (values[j] > 1)
+            return qmm_error(QMM_ERR_INVALID_ARGUMENT,
+                             "GGUF writer: bool value %u (element %llu) is not 0 or 1",
+                             values[j], (unsigned long long)j);
+    return QMM_OK;
+}
+
+static qmm_status put_scalar(bytes *b, qmm_gguf_value_type type, const void *value) {
+    return put_le(b, scalar_bits(type, value), qmm_gguf_value_type_size(type));
 }
 
 static bool is_scalar(qmm_gguf_value_type t) { return qmm_gguf_value_type_size(t) != 0; }
@@ -201,7 +212,8 @@ qmm_status qmm_gguf_writer_add_scalar(qmm_gguf_writer *w, const char *key,
         return qmm_error(QMM_ERR_INVALID_ARGUMENT,
                          "GGUF writer: add_scalar needs a value of a scalar type (got %d)",
                          (int)type);
-    qmm_status s = begin_value(w, key, type);
+    qmm_status s = check_bools(type, value, 1);
+    if (s == QMM_OK) s = begin_value(w, key, type);
     return s ? s : put_scalar(&w->kv, type, value);
 }
 
@@ -252,7 +264,8 @@ qmm_status qmm_gguf_writer_add_array(qmm_gguf_writer *w, const char *key,
         return qmm_error(QMM_ERR_INVALID_ARGUMENT,
                          "GGUF writer: add_array needs scalar elements (got type %d)",
                          (int)elem_type);
-    qmm_status s = qmm_gguf_writer_begin_array(w, key, elem_type, n);
+    qmm_status s = check_bools(elem_type, elems, n);
+    if (s == QMM_OK) s = qmm_gguf_writer_begin_array(w, key, elem_type, n);
     if (s) return s;
     size_t size = qmm_gguf_value_type_size(elem_type);
     for (uint64_t j = 0; j < n && s == QMM_OK; j++) {
