@@ -18,6 +18,8 @@
 
 static const qmm_cpu_impl cpu_impls[] = {
     {QMM_STRATEGY_REF, "ref", NULL, qmm_cpu_matmul_ref},
+    {QMM_STRATEGY_GEMV, "gemv_avx512", qmm_cpu_x86_gemv_avx512_supports,
+     qmm_cpu_x86_matmul_gemv_avx512},
     {QMM_STRATEGY_GEMV, "gemv_portable", NULL, qmm_cpu_matmul_gemv},
     {QMM_STRATEGY_FUSED, "fused_amx_bf16", qmm_cpu_x86_fused_amx_supports,
      qmm_cpu_x86_matmul_fused_amx},

@@ -8,6 +8,7 @@
 #ifndef QMM_CPU_X86_KERNELS_H
 #define QMM_CPU_X86_KERNELS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -59,5 +60,23 @@ size_t qmm_x86_gemm_bf16_amx_scratch(const qmm_x86_bf16_tiles *w, int64_t n);
  */
 void qmm_x86_gemm_bf16_amx(const qmm_x86_bf16_tiles *w, int64_t n, const float *x,
                            int64_t ldx, float *y, int64_t ldy, void *scratch, int n_threads);
+
+/* ---------------------------------------------------------------------------------------
+ * AVX-512 GEMV on native blocks (gemv_avx512.c)
+ * ------------------------------------------------------------------------------------- */
+
+/* True if qmm_x86_gemv_avx512 has a dequantizer for `type` (q4_0, q8_0, q4_K, q6_K). */
+bool qmm_x86_gemv_avx512_has_type(qmm_type type);
+
+/*
+ * Y[n][m] = X W^T for W in GGUF blocks (row i at w + i*row_stride), f32 dequantization and
+ * f32 FMA dot products (order in gemv_avx512.c; depends only on k). Any n >= 1 (meant for
+ * n <= 8). rowbuf: n_threads * k floats of scratch. Runs on up to n_threads OpenMP threads.
+ * Requires QMM_CPU_ISA_AVX512. Returns QMM_ERR_UNSUPPORTED (without an error sentence) for
+ * a type without a dequantizer here, before touching y.
+ */
+qmm_status qmm_x86_gemv_avx512(qmm_type type, int64_t m, int64_t k, const unsigned char *w,
+                               size_t row_stride, int64_t n, const float *x, int64_t ldx,
+                               float *y, int64_t ldy, float *rowbuf, int n_threads);
 
 #endif /* QMM_CPU_X86_KERNELS_H */
