@@ -902,6 +902,31 @@ static void test_writer_errors(void **state) {
     free(img);
     qmm_gguf_writer_free(w);
 
+    /* arrays nested QMM_GGUF_MAX_DEPTH levels deep are written and read; one more is not */
+    assert_int_equal(qmm_gguf_writer_create(&w), QMM_OK);
+    for (int d = 1; d < QMM_GGUF_MAX_DEPTH; d++)
+        assert_int_equal(qmm_gguf_writer_begin_array(w, d == 1 ? "deep" : NULL,
+                                                     QMM_GGUF_TYPE_ARRAY, 1),
+                         QMM_OK);
+    assert_int_equal(qmm_gguf_writer_begin_array(w, NULL, QMM_GGUF_TYPE_ARRAY, 0), QMM_OK);
+    assert_int_equal(qmm_gguf_writer_begin_array(w, NULL, QMM_GGUF_TYPE_UINT8, 0),
+                     QMM_ERR_INVALID_ARGUMENT);
+    for (int d = 0; d < QMM_GGUF_MAX_DEPTH; d++)
+        assert_int_equal(qmm_gguf_writer_end_array(w), QMM_OK);
+    assert_int_equal(qmm_gguf_writer_write_memory(w, &img, &size), QMM_OK);
+    assert_int_equal(qmm_gguf_open_memory(img, size, &g), QMM_OK);
+    qmm_gguf_value v;
+    assert_int_equal(qmm_gguf_get_kv(g, 0, &v), QMM_OK);
+    for (int d = 1; d < QMM_GGUF_MAX_DEPTH; d++) {
+        assert_int_equal(v.type, QMM_GGUF_TYPE_ARRAY);
+        assert_int_equal(v.n, 1);
+        assert_int_equal(qmm_gguf_array_get(&v, 0, &v), QMM_OK);
+    }
+    assert_int_equal(v.n, 0);
+    qmm_gguf_close(g);
+    free(img);
+    qmm_gguf_writer_free(w);
+
     /* a caller-added general.alignment of the wrong type is written as is, and refused */
     assert_int_equal(qmm_gguf_writer_create(&w), QMM_OK);
     const uint64_t a64 = 32;

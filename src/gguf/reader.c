@@ -141,7 +141,7 @@ static qmm_status parse_value(qmm_gguf *g, cursor *c, uint32_t type, int depth,
 
 static qmm_status parse_array(qmm_gguf *g, cursor *c, int depth, const char *key,
                               int64_t node) {
-    if (depth >= QMM_GGUF_MAX_DEPTH)
+    if (depth > QMM_GGUF_MAX_DEPTH)
         return qmm_error(QMM_ERR_FORMAT,
                          "GGUF key '%s': arrays nested deeper than %d levels at offset %zu", key,
                          QMM_GGUF_MAX_DEPTH, c->pos);
@@ -159,7 +159,7 @@ static qmm_status parse_array(qmm_gguf *g, cursor *c, int depth, const char *key
     if (n > left(c) / min)
         return qmm_error(QMM_ERR_FORMAT,
                          "GGUF key '%s': array length %llu of %s at offset %zu cannot fit in the "
-                         "%zu bytes left in the file",
+                         "%zu bytes left in the file (length corrupt or file truncated)",
                          key, (unsigned long long)n, qmm_gguf_value_type_name((int)et),
                          c->pos - 8, left(c));
     g->nodes[node].type = QMM_GGUF_TYPE_ARRAY;
@@ -278,7 +278,8 @@ static int64_t find_sorted(const qmm_gguf *g, const int64_t *idx, int64_t count,
 static qmm_status parse_kvs(qmm_gguf *g, cursor *c, uint64_t n_kv) {
     if (n_kv > left(c) / MIN_KV_BYTES)
         return qmm_error(QMM_ERR_FORMAT,
-                         "GGUF n_kv %llu cannot fit in the %zu bytes after the header",
+                         "GGUF n_kv %llu cannot fit in the %zu bytes after the header (count "
+                         "corrupt or file truncated)",
                          (unsigned long long)n_kv, left(c));
     g->kvs = calloc((size_t)(n_kv ? n_kv : 1), sizeof *g->kvs);
     if (g->kvs == NULL)
@@ -442,13 +443,15 @@ static qmm_status parse(qmm_gguf *g) {
     if ((s = read_u64(&c, "n_kv", &n_kv))) return s;
     if (n_tensors > left(&c) / MIN_TENSOR_INFO_BYTES)
         return qmm_error(QMM_ERR_FORMAT,
-                         "GGUF n_tensors %llu cannot fit in the %zu bytes after the header",
+                         "GGUF n_tensors %llu cannot fit in the %zu bytes after the header (count "
+                         "corrupt or file truncated)",
                          (unsigned long long)n_tensors, left(&c));
     if ((s = parse_kvs(g, &c, n_kv))) return s;
     if ((s = parse_alignment(g))) return s;
     if (n_tensors > left(&c) / MIN_TENSOR_INFO_BYTES)
         return qmm_error(QMM_ERR_FORMAT,
-                         "GGUF n_tensors %llu cannot fit in the %zu bytes after the metadata",
+                         "GGUF n_tensors %llu cannot fit in the %zu bytes after the metadata (count "
+                         "corrupt or file truncated)",
                          (unsigned long long)n_tensors, left(&c));
     g->tensors = calloc((size_t)(n_tensors ? n_tensors : 1), sizeof *g->tensors);
     if (g->tensors == NULL)
