@@ -1,0 +1,247 @@
+/* report.c — table, CSV and JSON output of qmm bench (see report.h). */
+#include "report.h"
+
+#include <cjson/cJSON.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct report {
+    FILE *out;
+    bool csv;
+    bool printed_columns;
+    cJSON *header, *rows, *notes;
+};
+
+report *report_create(FILE *out, bool csv) {
+    report *r = calloc(1, sizeof *r);
+    if (r == NULL) return NULL;
+    r->out = out;
+    r->csv = csv;
+    r->rows = cJSON_CreateArray();
+    r->notes = cJSON_CreateArray();
+    if (r->rows == NULL || r->notes == NULL) {
+        report_free(r);
+        return NULL;
+    }
+    return r;
+}
+
+void report_free(report *r) {
+    if (r == NULL) return;
+    cJSON_Delete(r->header);
+    cJSON_Delete(r->rows);
+    cJSON_Delete(r->notes);
+    free(r);
+}
+
+static cJSON *features_array(const char *features) {
+    cJSON *a = cJSON_CreateArray();
+    const char *p = features;
+    while (a && p && *p) {
+        size_t n = strcspn(p, " ");
+        if (n > 0) {
+            char word[64];
+            snprintf(word, sizeof word, "%.*s", (int)n, p);
+            cJSON_AddItemToArray(a, cJSON_CreateString(word));
+        }
+        p += n;
+        while (*p == ' ') p++;
+    }
+    return a;
+}
+
+void report_header_set(report *r, const report_header *h) {
+    cJSON_Delete(r->header);
+    cJSON *j = r->header = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "qmm_version", h->qmm_version);
+    cJSON_AddStringToObject(j, "date", h->date);
+    cJSON_AddStringToObject(j, "cpu", h->cpu);
+    cJSON_AddItemToObject(j, "features", features_array(h->features));
+    cJSON_AddStringToObject(j, "backend", h->backend);
+    cJSON_AddNumberToObject(j, "threads", h->threads);
+    cJSON_AddStringToObject(j, "device", h->device);
+    cJSON_AddStringToObject(j, "command_line", h->command_line);
+    cJSON_AddNumberToObject(j, "mem_read_gbps", h->mem_read_gbps);
+    cJSON_AddNumberToObject(j, "llc_bytes", (double)h->llc_bytes);
+    cJSON_AddNumberToObject(j, "iters", (double)h->iters);
+    cJSON_AddNumberToObject(j, "warmup", (double)h->warmup);
+    cJSON_AddStringToObject(j, "fill", h->fill);
+    cJSON_AddNumberToObject(j, "seed", (double)h->seed);
+    cJSON_AddStringToObject(j, "source", h->source);
+    cJSON_AddBoolToObject(j, "verify", h->verify);
+    if (r->csv) return;
+    fprintf(r->out, "qmm %s bench  %s\n", h->qmm_version, h->date);
+    fprintf(r->out, "cpu:      %s\n", h->cpu);
+    fprintf(r->out, "features: %s\n", h->features[0] ? h->features : "(none)");
+    fprintf(r->out, "backend:  %s, %d threads, device %s\n", h->backend, h->threads, h->device);
+    fprintf(r->out, "memory:   %.1f GB/s read (measured), last-level cache %.1f MiB\n",
+            h->mem_read_gbps, (double)h->llc_bytes / 1048576.0);
+    fprintf(r->out, "run:      %s; fill %s, seed %lld, warmup %lld, median of %lld iters, %s\n",
+            h->source, h->fill, h->seed, h->warmup, h->iters,
+            h->verify ? "verified vs qmm_matmul_ref" : "NOT verified (--no-verify)");
+    fprintf(r->out, "command:  %s\n\n", h->command_line);
+}
+
+static const char *status_word(row_status s) {
+    switch (s) {
+    case ROW_PASS: return "ok";
+    case ROW_FAIL: return "FAIL";
+    case ROW_SKIP: return "skip";
+    case ROW_UNVERIFIED: return "unverified";
+    }
+    return "?";
+}
+
+static bool has_speed(const bench_row *row) {
+    return row->status == ROW_PASS || row->status == ROW_UNVERIFIED;
+}
+
+static bool has_diff(const bench_row *row) {
+    return row->status == ROW_PASS || (row->status == ROW_FAIL && row->nmse >= 0);
+}
+
+static void csv_field(FILE *f, const char *s) {
+    if (strpbrk(s, ",\"\n") == NULL) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"') fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+static void print_csv(report *r, const bench_row *row) {
+    FILE *f = r->out;
+    if (!r->printed_columns) {
+        fputs("type,label,m,k,n,count,strategy,status,ms,gflops,gbps,verified,nmse,max_rel_err,"
+              "n_nonfinite,x_sum,w_sum,y_sum,copies,note\n", f);
+        r->printed_columns = true;
+    }
+    csv_field(f, row->type);
+    fputc(',', f);
+    csv_field(f, row->label);
+    fprintf(f, ",%lld,%lld,%lld,%lld,", (long long)row->m, (long long)row->k, (long long)row->n,
+            (long long)row->count);
+    csv_field(f, row->strategy);
+    fprintf(f, ",%s,", status_word(row->status));
+    if (has_speed(row)) fprintf(f, "%.6g,%.6g,%.6g,", row->ms, row->gflops, row->gbps);
+    else fputs(",,,", f);
+    fputs(row->status == ROW_PASS ? "true" : row->status == ROW_FAIL ? "false" : "", f);
+    if (has_diff(row)) fprintf(f, ",%.6g,%.6g,%lld,", row->nmse, row->max_rel_err,
+                               (long long)row->n_nonfinite);
+    else fputs(",,,,", f);
+    if (!row->is_total && row->status != ROW_SKIP)
+        fprintf(f, "%.9g,%.9g,%.9g,%d,", row->x_sum, row->w_sum, row->y_sum, row->copies);
+    else fputs(",,,,", f);
+    csv_field(f, row->note);
+    fputc('\n', f);
+    fflush(f);
+}
+
+static void print_table(report *r, const bench_row *row) {
+    FILE *f = r->out;
+    if (!r->printed_columns) {
+        fprintf(f, "%-6s %-26s %6s %6s %5s %5s %-13s %10s %9s %8s %-5s %9s %9s %13s %13s %13s\n",
+                "type", "label", "m", "k", "n", "count", "strategy", "ms", "GFLOP/s", "GB/s",
+                "check", "nmse", "max_rel", "x_sum", "w_sum", "y_sum");
+        r->printed_columns = true;
+    }
+    char m[24] = "-", k[24] = "-";
+    if (!row->is_total) {
+        snprintf(m, sizeof m, "%lld", (long long)row->m);
+        snprintf(k, sizeof k, "%lld", (long long)row->k);
+    }
+    fprintf(f, "%-6s %-26s %6s %6s %5lld %5lld %-13s ", row->type, row->label, m, k,
+            (long long)row->n, (long long)row->count, row->strategy);
+    if (has_speed(row)) fprintf(f, "%10.3f %9.1f %8.1f ", row->ms, row->gflops, row->gbps);
+    else fprintf(f, "%10s %9s %8s ", "-", "-", "-");
+    fprintf(f, "%-5s ", status_word(row->status));
+    if (has_diff(row)) fprintf(f, "%9.2e %9.2e ", row->nmse, row->max_rel_err);
+    else fprintf(f, "%9s %9s ", "-", "-");
+    if (!row->is_total && row->status != ROW_SKIP)
+        fprintf(f, "%13.6g %13.6g %13.6g", row->x_sum, row->w_sum, row->y_sum);
+    fputc('\n', f);
+    if (row->note[0]) fprintf(f, "       ^ %s\n", row->note);
+    fflush(f);
+}
+
+void report_row(report *r, const bench_row *row) {
+    if (r->csv) print_csv(r, row);
+    else print_table(r, row);
+    cJSON *j = cJSON_CreateObject();
+    if (j == NULL) return;
+    cJSON_AddStringToObject(j, "type", row->type);
+    cJSON_AddStringToObject(j, "label", row->label);
+    cJSON_AddNumberToObject(j, "m", (double)(row->is_total ? 0 : row->m));
+    cJSON_AddNumberToObject(j, "k", (double)(row->is_total ? 0 : row->k));
+    cJSON_AddNumberToObject(j, "n", (double)row->n);
+    cJSON_AddNumberToObject(j, "count", (double)row->count);
+    cJSON_AddStringToObject(j, "strategy", row->strategy);
+    cJSON_AddStringToObject(j, "status", status_word(row->status));
+    cJSON_AddBoolToObject(j, "total", row->is_total);
+    if (has_speed(row)) {
+        cJSON_AddNumberToObject(j, "ms", row->ms);
+        cJSON_AddNumberToObject(j, "gflops", row->gflops);
+        cJSON_AddNumberToObject(j, "gbps", row->gbps);
+    } else {
+        cJSON_AddNullToObject(j, "ms");
+        cJSON_AddNullToObject(j, "gflops");
+        cJSON_AddNullToObject(j, "gbps");
+    }
+    if (row->status == ROW_PASS || row->status == ROW_FAIL)
+        cJSON_AddBoolToObject(j, "verified", row->status == ROW_PASS);
+    else cJSON_AddNullToObject(j, "verified");
+    if (has_diff(row)) {
+        cJSON_AddNumberToObject(j, "nmse", row->nmse);
+        cJSON_AddNumberToObject(j, "max_rel_err", row->max_rel_err);
+        cJSON_AddNumberToObject(j, "max_abs_err", row->max_abs_err);
+        cJSON_AddNumberToObject(j, "n_nonfinite", (double)row->n_nonfinite);
+    } else {
+        cJSON_AddNullToObject(j, "nmse");
+        cJSON_AddNullToObject(j, "max_rel_err");
+        cJSON_AddNullToObject(j, "max_abs_err");
+        cJSON_AddNullToObject(j, "n_nonfinite");
+    }
+    if (!row->is_total && row->status != ROW_SKIP) {
+        cJSON_AddNumberToObject(j, "x_sum", row->x_sum);
+        cJSON_AddNumberToObject(j, "w_sum", row->w_sum);
+        cJSON_AddNumberToObject(j, "y_sum", row->y_sum);
+        cJSON_AddNumberToObject(j, "copies", row->copies);
+    }
+    cJSON_AddStringToObject(j, "note", row->note);
+    cJSON_AddItemToArray(r->rows, j);
+}
+
+void report_note(report *r, const char *fmt, ...) {
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    fprintf(r->csv ? stderr : r->out, "# %s\n", buf);
+    cJSON_AddItemToArray(r->notes, cJSON_CreateString(buf));
+}
+
+bool report_write_json(const report *r, const char *path) {
+    cJSON *doc = cJSON_CreateObject();
+    if (doc == NULL) return false;
+    cJSON_AddItemReferenceToObject(doc, "header", r->header);
+    cJSON_AddItemReferenceToObject(doc, "rows", r->rows);
+    cJSON_AddItemReferenceToObject(doc, "notes", r->notes);
+    char *text = cJSON_Print(doc);
+    cJSON_Delete(doc);
+    if (text == NULL) {
+        fprintf(stderr, "qmm bench: out of memory writing JSON\n");
+        return false;
+    }
+    FILE *f = fopen(path, "w");
+    bool ok = f != NULL && fputs(text, f) >= 0 && fputc('\n', f) != EOF;
+    if (f != NULL && fclose(f) != 0) ok = false;
+    if (!ok) fprintf(stderr, "qmm bench: --json: cannot write '%s'\n", path);
+    free(text);
+    return ok;
+}
