@@ -1,6 +1,7 @@
 /*
  * pack_bf16.c — packs any weight type into bf16 AMX B-tiles (layout in x86_kernels.h).
- * Portable C (no -m flags): it runs once per weights object, at creation.
+ * Portable C (no -m flags): it runs once per weights object, at creation, on OpenMP threads
+ * (row groups of 16 split statically; each group is written by one thread).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -11,7 +12,8 @@
 #include "formats/fp16.h"
 
 qmm_status qmm_x86_bf16_tiles_pack(qmm_type type, int64_t m, int64_t k, const void *rows,
-                                   size_t row_stride, qmm_x86_bf16_tiles *out) {
+                                   size_t row_stride, int n_threads,
+                                   qmm_x86_bf16_tiles *out) {
     const qmm_type_traits *t = qmm_type_traits_get(type);
     if (t == NULL || t->to_float == NULL)
         return qmm_error(QMM_ERR_INTERNAL, "bf16 tile packing: type %d has no to_float",
@@ -24,32 +26,42 @@ qmm_status qmm_x86_bf16_tiles_pack(qmm_type type, int64_t m, int64_t k, const vo
         return qmm_error(QMM_ERR_OUT_OF_MEMORY, "bf16 tile packing: %lld x %lld overflows",
                          (long long)m, (long long)k);
     uint16_t *data = aligned_alloc(64, bytes);
-    float *row = malloc((size_t)k_pad * sizeof(float));
-    if (data == NULL || row == NULL) {
-        free(data);
-        free(row);
+    if (data == NULL)
         return qmm_error(QMM_ERR_OUT_OF_MEMORY,
                          "bf16 tile packing: cannot allocate %zu bytes for %lld x %lld weights",
                          bytes, (long long)m, (long long)k);
-    }
-    const int64_t kc = k_pad / QMM_X86_TILE_K;
-    for (int64_t i = 0; i < m_pad; i++) {
-        if (i < m)
-            t->to_float((const unsigned char *)rows + (size_t)i * row_stride, row, k);
-        else
-            memset(row, 0, (size_t)k * sizeof(float));
-        memset(row + k, 0, (size_t)(k_pad - k) * sizeof(float));
-        const int64_t g = i / QMM_X86_TILE_M, j = i % QMM_X86_TILE_M;
-        for (int64_t c = 0; c < kc; c++) {
-            uint16_t *tile = data + (size_t)(g * kc + c) * (QMM_X86_TILE_M * QMM_X86_TILE_K);
-            const float *src = row + c * QMM_X86_TILE_K;
-            for (int r = 0; r < QMM_X86_TILE_K / 2; r++) {
-                tile[r * 32 + 2 * j] = qmm_fp32_to_bf16(src[2 * r]);
-                tile[r * 32 + 2 * j + 1] = qmm_fp32_to_bf16(src[2 * r + 1]);
+    const int64_t kc = k_pad / QMM_X86_TILE_K, groups = m_pad / QMM_X86_TILE_M;
+    int failed = 0;
+#pragma omp parallel num_threads(n_threads < 1 ? 1 : n_threads) reduction(| : failed)
+    {
+        float *row = malloc((size_t)k_pad * sizeof(float));
+        if (row == NULL) failed = 1;
+#pragma omp for schedule(static)
+        for (int64_t g = 0; g < groups; g++) {
+            if (row == NULL) continue;
+            for (int64_t j = 0; j < QMM_X86_TILE_M; j++) {
+                const int64_t i = g * QMM_X86_TILE_M + j;
+                if (i < m)
+                    t->to_float((const unsigned char *)rows + (size_t)i * row_stride, row, k);
+                else
+                    memset(row, 0, (size_t)k * sizeof(float));
+                memset(row + k, 0, (size_t)(k_pad - k) * sizeof(float));
+                for (int64_t c = 0; c < kc; c++) {
+                    uint16_t *tile = data + (size_t)(g * kc + c) * (QMM_X86_TILE_M * QMM_X86_TILE_K);
+                    const float *src = row + c * QMM_X86_TILE_K;
+                    for (int r = 0; r < QMM_X86_TILE_K / 2; r++) {
+                        tile[r * 32 + 2 * j] = qmm_fp32_to_bf16(src[2 * r]);
+                        tile[r * 32 + 2 * j + 1] = qmm_fp32_to_bf16(src[2 * r + 1]);
+                    }
+                }
             }
         }
+        free(row);
     }
-    free(row);
+    if (failed) {
+        free(data);
+        return qmm_error(QMM_ERR_OUT_OF_MEMORY, "bf16 tile packing: cannot allocate row buffers");
+    }
     out->data = data;
     out->m = m;
     out->k = k;

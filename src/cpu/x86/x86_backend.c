@@ -18,7 +18,9 @@ qmm_status qmm_cpu_x86_weights_init(const qmm_context *ctx, qmm_weights *w) {
     qmm_x86_weights *xw = calloc(1, sizeof *xw);
     if (xw == NULL)
         return qmm_error(QMM_ERR_OUT_OF_MEMORY, "cannot allocate the x86 weights record");
-    qmm_status s = qmm_x86_bf16_tiles_pack(w->type, w->m, w->k, cw->data, cw->stride, &xw->bf16);
+    qmm_status s = qmm_x86_bf16_tiles_pack(w->type, w->m, w->k, cw->data, cw->stride,
+                                           ((const qmm_cpu_state *)ctx->backend)->n_threads,
+                                           &xw->bf16);
     if (s != QMM_OK) {
         free(xw);
         return s;

@@ -38,11 +38,13 @@ typedef struct qmm_x86_bf16_tiles {
 
 /*
  * Pack m rows of `type` (row i at rows + i*row_stride, GGUF block layout) into `out`
- * (allocates out->data). Portable C, run once at weights creation.
+ * (allocates out->data) on up to n_threads OpenMP threads. Portable C, run once at weights
+ * creation.
  * Errors: QMM_ERR_OUT_OF_MEMORY, QMM_ERR_INTERNAL for a type without to_float.
  */
 qmm_status qmm_x86_bf16_tiles_pack(qmm_type type, int64_t m, int64_t k, const void *rows,
-                                   size_t row_stride, qmm_x86_bf16_tiles *out);
+                                   size_t row_stride, int n_threads,
+                                   qmm_x86_bf16_tiles *out);
 
 /* Free out->data (NULL-safe) and clear the struct. */
 void qmm_x86_bf16_tiles_free(qmm_x86_bf16_tiles *t);
