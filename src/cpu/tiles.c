@@ -15,6 +15,10 @@
 
 #include "cpu/cpu_internal.h"
 
+/* Work (2*m*n*k flops) below which one more thread costs more than it gives: a fork/join
+ * of the OpenMP team is a few microseconds. PROVISIONAL, to be measured with qmm tune. */
+#define QMM_CPU_MIN_FLOPS_PER_THREAD (1 << 20)
+
 /* Bytes of one thread's scratch for a tiling: W panel buffer, then the accumulators. */
 static size_t scratch_bytes(qmm_cpu_tiling t) {
     return (size_t)t.mr * QMM_CPU_KP * sizeof(float) + (size_t)t.mr * (size_t)t.nb * sizeof(double);
@@ -56,10 +60,14 @@ qmm_status qmm_cpu_run_tiled(qmm_context *ctx, const qmm_weights *w, qmm_cpu_til
     const int64_t tiles_m = (w->m + tiling.mr - 1) / tiling.mr;
     const int64_t chunks_n = (n + tiling.nb - 1) / tiling.nb;
     const int64_t n_tasks = tiles_m * chunks_n;
-    const int n_threads = n_tasks < st->n_threads ? (int)n_tasks : st->n_threads;
+    const double flops = 2.0 * (double)w->m * (double)n * (double)w->k;
+    int64_t n_threads = (int64_t)(flops / QMM_CPU_MIN_FLOPS_PER_THREAD);
+    if (n_threads > n_tasks) n_threads = n_tasks;
+    if (n_threads > st->n_threads) n_threads = st->n_threads;
+    if (n_threads < 1) n_threads = 1;
     const qmm_cpu_panel_f32_kernel *panel = st->panel;
 
-#pragma omp parallel for num_threads(n_threads) schedule(dynamic, 1) if (n_threads > 1)
+#pragma omp parallel for num_threads((int)n_threads) schedule(dynamic, 1) if (n_threads > 1)
     for (int64_t task = 0; task < n_tasks; task++) {
         const int64_t tm = task % tiles_m, tn = task / tiles_m;
         const int64_t i0 = tm * tiling.mr, j0 = tn * tiling.nb;
