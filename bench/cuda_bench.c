@@ -5,8 +5,10 @@
  * Each (type, shape, n, strategy) is first verified against qmm_matmul_ref with the strategy's
  * limits (docs/CUDA.md); only a verified result is timed. Timing: 20 warm-up runs, then 7
  * batches of 100 matmuls between CUDA events (qmm_timer_begin/end), rotating among 4 input
- * sets of random X (never zeros); the median batch gives microseconds per matmul.
- * Prints one line per case: type m k n strategy us verified nmse.
+ * sets of random X (never zeros); the median batch gives microseconds per matmul ("stream":
+ * includes the host's submission cost of each qmm_matmul). The same 100 matmuls are then
+ * captured in a CUDA graph and its replays timed with events ("graph": device time, launch
+ * gaps shrunk). Prints one line per case: type m k n strategy stream-us graph-us nmse.
  *
  * Build (bench/gpu_run.sh does this): nvcc -O2 -o cuda_bench bench/cuda_bench.c -Iinclude
  *   <build>/libqmm.a -lcublas -lcublasLt -lnvrtc -lopenblas -lgomp -lm
@@ -18,7 +20,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cuda_runtime.h>
+
 #include "qmm.h"
+
+static cudaStream_t g_stream;
 
 #define SETS 4
 #define WARMUP 20
@@ -98,13 +104,40 @@ static void run_case(qmm_context *ctx, qmm_type type, int64_t m, int64_t k, int6
         }
         qsort(ms, BATCHES, sizeof ms[0], cmp_double);
         const double us = ms[BATCHES / 2] * 1000.0 / PER_BATCH;
+        /* graph of PER_BATCH matmuls, replays timed with events */
+        cudaGraph_t graph;
+        cudaGraphExec_t exec;
+        cudaEvent_t e0, e1;
+        if (cudaStreamBeginCapture(g_stream, cudaStreamCaptureModeGlobal) != cudaSuccess) exit(1);
+        for (int i = 0; i < PER_BATCH; i++) CHECK(qmm_matmul(ctx, w, n, dx + (i % SETS) * n * k, k, dy, m));
+        if (cudaStreamEndCapture(g_stream, &graph) != cudaSuccess ||
+            cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess || cudaEventCreate(&e0) != cudaSuccess ||
+            cudaEventCreate(&e1) != cudaSuccess || cudaGraphLaunch(exec, g_stream) != cudaSuccess) {
+            fprintf(stderr, "graph capture failed\n");
+            exit(1);
+        }
+        double gms[BATCHES];
+        for (int b = 0; b < BATCHES; b++) {
+            float f;
+            cudaEventRecord(e0, g_stream);
+            cudaGraphLaunch(exec, g_stream);
+            cudaEventRecord(e1, g_stream);
+            if (cudaEventSynchronize(e1) != cudaSuccess || cudaEventElapsedTime(&f, e0, e1) != cudaSuccess) exit(1);
+            gms[b] = f;
+        }
+        qsort(gms, BATCHES, sizeof gms[0], cmp_double);
+        const double gus = gms[BATCHES / 2] * 1000.0 / PER_BATCH;
+        cudaGraphExecDestroy(exec);
+        cudaGraphDestroy(graph);
+        cudaEventDestroy(e0);
+        cudaEventDestroy(e1);
         char name[32];
         snprintf(name, sizeof name, "%s%s%s", qmm_strategy_name(strategies[si]),
                  strategies[si] == QMM_STRATEGY_AUTO ? "->" : "",
                  strategies[si] == QMM_STRATEGY_AUTO ? qmm_strategy_name(chosen) : "");
-        printf("%-5s %5lld %5lld %4lld %-24s %9.2f us  verified nmse %.2e  %.1f GB/s-of-W %.2f TFLOP/s\n",
-               qmm_type_name(type), (long long)m, (long long)k, (long long)n, name, us, d.nmse,
-               (double)(rb * (size_t)m) / (us * 1e3), 2.0 * m * k * n / (us * 1e6));
+        printf("%-5s %5lld %5lld %4lld %-24s %9.2f %9.2f  verified nmse %.2e  graph: %.0f GB/s-of-W %.2f TFLOP/s\n",
+               qmm_type_name(type), (long long)m, (long long)k, (long long)n, name, us, gus, d.nmse,
+               (double)(rb * (size_t)m) / (gus * 1e3), 2.0 * m * k * n / (gus * 1e6));
         fflush(stdout);
     }
     qmm_buffer_free(ctx, dx);
@@ -121,12 +154,14 @@ int main(int argc, char **argv) {
     const int quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
     qmm_context_params p = qmm_context_default_params();
     p.backend = QMM_BACKEND_CUDA;
+    if (cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking) != cudaSuccess) return 1;
+    p.cuda_stream = g_stream;
     qmm_context *ctx;
     CHECK(qmm_context_create(&p, &ctx));
     const int64_t shapes[][2] = {{4608, 1024}, {1024, 4608}, {3072, 1024}, {1024, 1024}, {512, 1024}};
     const qmm_type types[] = {QMM_TYPE_Q4_0, QMM_TYPE_Q4_K, QMM_TYPE_Q6_K, QMM_TYPE_F16};
     const int64_t ns[] = {1, 512};
-    printf("type      m     k    n strategy                        time\n");
+    printf("type      m     k    n strategy                 stream-us  graph-us\n");
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
         for (size_t si = 0; si < (quick ? 1 : sizeof shapes / sizeof shapes[0]); si++)
             for (size_t ni = 0; ni < 2; ni++) run_case(ctx, types[ti], shapes[si][0], shapes[si][1], ns[ni]);
