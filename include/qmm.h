@@ -164,8 +164,8 @@ QMM_API qmm_status qmm_validate_rows(qmm_type type, const void *src, int64_t nro
  * Y = X * W^T with W dequantized exactly, products and sums in float64, one rounding to
  * float32 per output. Shapes and strides as at the top of this file; host pointers.
  * Errors: QMM_ERR_INVALID_ARGUMENT for NULL pointers, m/k/n <= 0, k not a multiple of the
- * block size, row_stride < row bytes, ldx < k, ldy < m; QMM_ERR_UNSUPPORTED for q8_K or an
- * unknown type; QMM_ERR_OUT_OF_MEMORY.
+ * block size, row_stride < row bytes, ldx < k, ldy < m, x and y overlapping;
+ * QMM_ERR_UNSUPPORTED for q8_K or an unknown type; QMM_ERR_OUT_OF_MEMORY. Y untouched on error.
  */
 QMM_API qmm_status qmm_matmul_ref(qmm_type type, int64_t m, int64_t k, const void *w,
                                   size_t row_stride, int64_t n, const float *x, int64_t ldx,
