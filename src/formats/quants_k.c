@@ -25,7 +25,7 @@
 
 /* q2_K: y = d*sc*q - dmin*mn per 16-element sub-block; q is 2 bits. Byte qs[32*h + l]
  * holds, in bit pairs 0..3, elements 128*h + l + 32*p (p = pair index). */
-void qmm_dequantize_row_q2_K(const void *src, float *dst, int64_t k) {
+static void dequantize_q2_K_aligned(const void *src, float *dst, int64_t k) {
     const block_q2_K *x = (const block_q2_K *)src;
     const int64_t nb = k / QK_K;
     for (int64_t i = 0; i < nb; i++) {
@@ -61,7 +61,7 @@ static inline int q3_K_scale(const uint8_t *scales, int j) {
 
 /* q3_K: y = d*(sc-32)*(q - (hbit ? 0 : 4)); low 2 bits as q2_K, the high bit of element
  * 128*h + 32*p + l (l < 32) is bit 4*h + p of hmask[l]. */
-void qmm_dequantize_row_q3_K(const void *src, float *dst, int64_t k) {
+static void dequantize_q3_K_aligned(const void *src, float *dst, int64_t k) {
     const block_q3_K *x = (const block_q3_K *)src;
     const int64_t nb = k / QK_K;
     for (int64_t i = 0; i < nb; i++) {
@@ -86,7 +86,7 @@ void qmm_dequantize_row_q3_K(const void *src, float *dst, int64_t k) {
 
 /* q4_K: y = d*sc*q - dmin*mn per 32-element sub-block; byte qs[32*c + l] holds element
  * 64*c + l in its low nibble and 64*c + 32 + l in its high nibble. */
-void qmm_dequantize_row_q4_K(const void *src, float *dst, int64_t k) {
+static void dequantize_q4_K_aligned(const void *src, float *dst, int64_t k) {
     const block_q4_K *x = (const block_q4_K *)src;
     const int64_t nb = k / QK_K;
     for (int64_t i = 0; i < nb; i++) {
@@ -107,7 +107,7 @@ void qmm_dequantize_row_q4_K(const void *src, float *dst, int64_t k) {
 }
 
 /* q5_K: as q4_K, plus bit 4 of element 64*c + l (+32) in bit 2c (2c+1) of qh[l]. */
-void qmm_dequantize_row_q5_K(const void *src, float *dst, int64_t k) {
+static void dequantize_q5_K_aligned(const void *src, float *dst, int64_t k) {
     const block_q5_K *x = (const block_q5_K *)src;
     const int64_t nb = k / QK_K;
     for (int64_t i = 0; i < nb; i++) {
@@ -139,7 +139,7 @@ void qmm_dequantize_row_q5_K(const void *src, float *dst, int64_t k) {
  * element 128*h + 32*p + l (p = 0..3, l < 32) has its low nibble in ql[64*h + l + 32*(p&1)]
  * (low nibble for p < 2, high for p >= 2), its high bits in bit pair p of qh[32*h + l], and
  * its scale in scales[8*h + 2*p + l/16]. */
-void qmm_dequantize_row_q6_K(const void *src, float *dst, int64_t k) {
+static void dequantize_q6_K_aligned(const void *src, float *dst, int64_t k) {
     const block_q6_K *x = (const block_q6_K *)src;
     const int64_t nb = k / QK_K;
     for (int64_t i = 0; i < nb; i++) {
@@ -176,7 +176,7 @@ static void pack_2bit(const uint8_t *L, uint8_t *qs) {
     }
 }
 
-void qmm_quantize_row_q2_K_ref(const float *src, void *dst, int64_t k) {
+static void quantize_q2_K_aligned(const float *src, void *dst, int64_t k) {
     block_q2_K *y = (block_q2_K *)dst;
     const int64_t nb = k / QK_K;
     const float q4scale = 15.f;
@@ -229,7 +229,7 @@ void qmm_quantize_row_q2_K_ref(const float *src, void *dst, int64_t k) {
     }
 }
 
-void qmm_quantize_row_q3_K_ref(const float *src, void *dst, int64_t k) {
+static void quantize_q3_K_aligned(const float *src, void *dst, int64_t k) {
     block_q3_K *y = (block_q3_K *)dst;
     const int64_t nb = k / QK_K;
     int8_t L[QK_K];
@@ -339,7 +339,7 @@ static void quantize_k4_superblock(const float *x, int nmax, float rmin, float r
     }
 }
 
-void qmm_quantize_row_q4_K_ref(const float *src, void *dst, int64_t k) {
+static void quantize_q4_K_aligned(const float *src, void *dst, int64_t k) {
     block_q4_K *y = (block_q4_K *)dst;
     const int64_t nb = k / QK_K;
     uint8_t L[QK_K];
@@ -354,7 +354,7 @@ void qmm_quantize_row_q4_K_ref(const float *src, void *dst, int64_t k) {
     }
 }
 
-void qmm_quantize_row_q5_K_ref(const float *src, void *dst, int64_t k) {
+static void quantize_q5_K_aligned(const float *src, void *dst, int64_t k) {
     block_q5_K *y = (block_q5_K *)dst;
     const int64_t nb = k / QK_K;
     uint8_t L[QK_K];
@@ -380,7 +380,7 @@ void qmm_quantize_row_q5_K_ref(const float *src, void *dst, int64_t k) {
     }
 }
 
-void qmm_quantize_row_q6_K_ref(const float *src, void *dst, int64_t k) {
+static void quantize_q6_K_aligned(const float *src, void *dst, int64_t k) {
     block_q6_K *y = (block_q6_K *)dst;
     const int64_t nb = k / QK_K;
     int8_t L[QK_K];
@@ -436,4 +436,72 @@ void qmm_quantize_row_q6_K_ref(const float *src, void *dst, int64_t k) {
             }
         }
     }
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Row entry points. The functions above access blocks as structs, which needs 2-byte
+ * alignment; rows may sit at any address (any row stride is legal), so each block goes
+ * through an aligned local copy.
+ * ------------------------------------------------------------------------------------- */
+
+typedef union {
+    block_q2_K q2;
+    block_q3_K q3;
+    block_q4_K q4;
+    block_q5_K q5;
+    block_q6_K q6;
+} any_k_block;
+
+static void dequantize_by_block(void (*f)(const void *, float *, int64_t), size_t bytes,
+                                const void *src, float *dst, int64_t k) {
+    any_k_block b;
+    for (int64_t i = 0; i < k / QK_K; i++) {
+        memcpy(&b, (const uint8_t *)src + (size_t)i * bytes, bytes);
+        f(&b, dst + i * QK_K, QK_K);
+    }
+}
+
+static void quantize_by_block(void (*f)(const float *, void *, int64_t), size_t bytes,
+                              const float *src, void *dst, int64_t k) {
+    any_k_block b;
+    for (int64_t i = 0; i < k / QK_K; i++) {
+        memset(&b, 0, sizeof b);
+        f(src + i * QK_K, &b, QK_K);
+        memcpy((uint8_t *)dst + (size_t)i * bytes, &b, bytes);
+    }
+}
+
+void qmm_dequantize_row_q2_K(const void *src, float *dst, int64_t k) {
+    dequantize_by_block(dequantize_q2_K_aligned, sizeof(block_q2_K), src, dst, k);
+}
+void qmm_quantize_row_q2_K_ref(const float *src, void *dst, int64_t k) {
+    quantize_by_block(quantize_q2_K_aligned, sizeof(block_q2_K), src, dst, k);
+}
+
+void qmm_dequantize_row_q3_K(const void *src, float *dst, int64_t k) {
+    dequantize_by_block(dequantize_q3_K_aligned, sizeof(block_q3_K), src, dst, k);
+}
+void qmm_quantize_row_q3_K_ref(const float *src, void *dst, int64_t k) {
+    quantize_by_block(quantize_q3_K_aligned, sizeof(block_q3_K), src, dst, k);
+}
+
+void qmm_dequantize_row_q4_K(const void *src, float *dst, int64_t k) {
+    dequantize_by_block(dequantize_q4_K_aligned, sizeof(block_q4_K), src, dst, k);
+}
+void qmm_quantize_row_q4_K_ref(const float *src, void *dst, int64_t k) {
+    quantize_by_block(quantize_q4_K_aligned, sizeof(block_q4_K), src, dst, k);
+}
+
+void qmm_dequantize_row_q5_K(const void *src, float *dst, int64_t k) {
+    dequantize_by_block(dequantize_q5_K_aligned, sizeof(block_q5_K), src, dst, k);
+}
+void qmm_quantize_row_q5_K_ref(const float *src, void *dst, int64_t k) {
+    quantize_by_block(quantize_q5_K_aligned, sizeof(block_q5_K), src, dst, k);
+}
+
+void qmm_dequantize_row_q6_K(const void *src, float *dst, int64_t k) {
+    dequantize_by_block(dequantize_q6_K_aligned, sizeof(block_q6_K), src, dst, k);
+}
+void qmm_quantize_row_q6_K_ref(const float *src, void *dst, int64_t k) {
+    quantize_by_block(quantize_q6_K_aligned, sizeof(block_q6_K), src, dst, k);
 }
