@@ -119,7 +119,7 @@ static void run_and_check(qmm_context *ctx, qmm_weights *w, const tu_weights *tw
         fail_msg("ref strategy %s differs from qmm_matmul_ref", tn);
 }
 
-/* Every weight type x every strategy x (k, n, m) with tails, 2 threads. */
+/* Every weight type x every strategy x every (k, n, m) with tails, 2 threads. */
 static void test_all_types_strategies_shapes(void **state) {
     (void)state;
     tu_rng r = tu_rng_make(1);
@@ -132,9 +132,10 @@ static void test_all_types_strategies_shapes(void **state) {
         int nk = ks_for(t->block_size, ks);
         for (int ki = 0; ki < nk; ki++) {
             for (int64_t ni = 0; ni < N_NS; ni++) {
-                const int64_t k = ks[ki], n = ns[ni], m = ms[(ki + ni) % N_MS];
-                const size_t wpad = (ni % 2) ? 16 : 0;  /* 0xFF bytes between W rows */
-                const int64_t xpad = (ni % 3) ? 5 : 0;  /* NaN floats between X rows */
+              for (int64_t mi = 0; mi < N_MS; mi++) {
+                const int64_t k = ks[ki], n = ns[ni], m = ms[mi];
+                const size_t wpad = ((ni + mi) % 2) ? 16 : 0; /* 0xFF bytes between W rows */
+                const int64_t xpad = ((ni + mi) % 3) ? 5 : 0; /* NaN floats between X rows */
                 tu_weights tw;
                 make_tw(&tw, (qmm_type)ti, m, k, wpad, &r);
                 qmm_weights *w = make_weights(ctx, &tw);
@@ -150,6 +151,7 @@ static void test_all_types_strategies_shapes(void **state) {
                 tu_matrix_free(&x);
                 qmm_weights_free(w);
                 tu_weights_free(&tw);
+              }
             }
         }
     }
