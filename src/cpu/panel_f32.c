@@ -25,12 +25,16 @@ static void dot_1x4(int64_t len, const float *restrict x, const float *restrict 
             a3[l] += xv * w3[p + l];
         }
     }
-    for (int l = 0; p < len; p++, l++) { /* tail: lane l = p % QMM_CPU_LANES */
-        float xv = x[p];
-        a0[l] += xv * w0[p];
-        a1[l] += xv * w1[p];
-        a2[l] += xv * w2[p];
-        a3[l] += xv * w3[p];
+    /* Tail: element p + l goes to lane l. A constant-trip loop with a guard (not a loop to
+     * len) keeps the lane arrays in registers in the main loop above. */
+    for (int l = 0; l < QMM_CPU_LANES; l++) {
+        if (p + l < len) {
+            float xv = x[p + l];
+            a0[l] += xv * w0[p + l];
+            a1[l] += xv * w1[p + l];
+            a2[l] += xv * w2[p + l];
+            a3[l] += xv * w3[p + l];
+        }
     }
     out[0] += (double)qmm_cpu_lane_reduce(a0);
     out[1] += (double)qmm_cpu_lane_reduce(a1);
@@ -45,7 +49,8 @@ static void dot_1x1(int64_t len, const float *restrict x, const float *restrict 
     int64_t p = 0;
     for (; p + QMM_CPU_LANES <= len; p += QMM_CPU_LANES)
         for (int l = 0; l < QMM_CPU_LANES; l++) a[l] += x[p + l] * w[p + l];
-    for (int l = 0; p < len; p++, l++) a[l] += x[p] * w[p];
+    for (int l = 0; l < QMM_CPU_LANES; l++)
+        if (p + l < len) a[l] += x[p + l] * w[p + l];
     *out += (double)qmm_cpu_lane_reduce(a);
 }
 
