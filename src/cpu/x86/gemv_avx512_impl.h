@@ -1,0 +1,104 @@
+/*
+ * gemv_avx512_impl.h — pieces shared by the AVX-512 gemv row kernels (gemv_legacy_avx512.c,
+ * gemv_kquants_avx512.c) and their driver (gemv_avx512.c). Include only from files built with
+ * the AVX-512 flags (names ending _avx512.c).
+ *
+ * A row kernel computes, for one W row in GGUF blocks and nr <= QMM_GEMV_MAX_NR X rows,
+ * y[j*ldy] = dot(W row, X row j) without storing the dequantized row: each group of 16
+ * consecutive elements is decoded in a register (to exactly the float that the type's
+ * to_float gives) and multiplied into the accumulators at once.
+ *
+ * The summation order of one output depends only on k (never on nr, the row's position, the
+ * thread or the thread count):
+ *   - element p goes into lane p % 16 of accumulator (p / 16) % 2, as one f32 FMA, in
+ *     increasing p within each accumulator;
+ *   - at the end the two accumulators are added (16 f32 adds), the 16 lanes are widened to
+ *     double and summed by a fixed tree, and the double is rounded once to float.
+ */
+#ifndef QMM_CPU_X86_GEMV_AVX512_IMPL_H
+#define QMM_CPU_X86_GEMV_AVX512_IMPL_H
+
+#include <immintrin.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "formats/blocks.h"
+
+/* X rows one row kernel handles per pass (2 accumulators each = 16 zmm registers). */
+#define QMM_GEMV_MAX_NR 8
+
+#define QMM_GEMV_INLINE static inline __attribute__((always_inline))
+
+/* A row kernel: nr in 1..QMM_GEMV_MAX_NR X rows (row j at x + j*ldx, k floats read),
+ * writes y[j*ldy] for j < nr. k is a multiple of the type's block size. */
+typedef void (*qmm_gemv_row_fn)(const unsigned char *row, int64_t k, const float *x,
+                                int64_t ldx, int nr, float *y, int64_t ldy);
+
+/* The row kernels of each family for `type`, or NULL (gemv_legacy_avx512.c,
+ * gemv_kquants_avx512.c). */
+qmm_gemv_row_fn qmm_gemv_legacy_row_fn(int type);
+qmm_gemv_row_fn qmm_gemv_kquant_row_fn(int type);
+
+/* f16 bits at any address to float (F16C). */
+QMM_GEMV_INLINE float qmm_gemv_half(const void *p) {
+    uint16_t h;
+    memcpy(&h, p, sizeof h);
+    return _cvtsh_ss(h);
+}
+
+/* The accumulators of nr X rows: acc[j][0] gets the 16-element groups with even p / 16,
+ * acc[j][1] the odd ones. */
+typedef struct qmm_gemv_acc {
+    __m512 a[QMM_GEMV_MAX_NR][2];
+} qmm_gemv_acc;
+
+QMM_GEMV_INLINE void qmm_gemv_acc_zero(qmm_gemv_acc *acc, int nr) {
+    for (int j = 0; j < nr; j++) acc->a[j][0] = acc->a[j][1] = _mm512_setzero_ps();
+}
+
+/* Multiply the 16 decoded W values of elements p..p+15 (p a multiple of 16) into every X row. */
+QMM_GEMV_INLINE void qmm_gemv_fma16(qmm_gemv_acc *acc, int nr, __m512 w, const float *x,
+                                    int64_t ldx, int64_t p) {
+    const int par = (int)((p >> 4) & 1);
+    for (int j = 0; j < nr; j++)
+        acc->a[j][par] = _mm512_fmadd_ps(w, _mm512_loadu_ps(x + j * ldx + p), acc->a[j][par]);
+}
+
+/* Sum the accumulators of each X row in the fixed order and store y[j*ldy]. */
+QMM_GEMV_INLINE void qmm_gemv_store(const qmm_gemv_acc *acc, int nr, float *y, int64_t ldy) {
+    for (int j = 0; j < nr; j++) {
+        const __m512 v = _mm512_add_ps(acc->a[j][0], acc->a[j][1]);
+        const __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
+        const __m512d hi = _mm512_cvtps_pd(_mm512_extractf32x8_ps(v, 1));
+        const __m512d s8 = _mm512_add_pd(lo, hi);
+        const __m256d s4 = _mm256_add_pd(_mm512_castpd512_pd256(s8), _mm512_extractf64x4_pd(s8, 1));
+        const __m128d s2 = _mm_add_pd(_mm256_castpd256_pd128(s4), _mm256_extractf128_pd(s4, 1));
+        const __m128d s1 = _mm_add_sd(s2, _mm_unpackhi_pd(s2, s2));
+        y[j * ldy] = (float)_mm_cvtsd_f64(s1);
+    }
+}
+
+/* 16 bytes at p zero-extended to 16 dwords. */
+QMM_GEMV_INLINE __m512i qmm_gemv_u8x16(const uint8_t *p) {
+    return _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)p));
+}
+
+/* The row-kernel entry points for nr = 1..QMM_GEMV_MAX_NR: BODY is an always-inline
+ * function (row, k, x, ldx, nr, y, ldy); the switch gives the compiler a constant nr, so
+ * each case keeps its accumulators in registers. */
+#define QMM_GEMV_DEFINE_ROW_FN(name, BODY)                                                  \
+    static void name(const unsigned char *row, int64_t k, const float *x, int64_t ldx,     \
+                     int nr, float *y, int64_t ldy) {                                       \
+        switch (nr) {                                                                       \
+        case 1: BODY(row, k, x, ldx, 1, y, ldy); break;                                     \
+        case 2: BODY(row, k, x, ldx, 2, y, ldy); break;                                     \
+        case 3: BODY(row, k, x, ldx, 3, y, ldy); break;                                     \
+        case 4: BODY(row, k, x, ldx, 4, y, ldy); break;                                     \
+        case 5: BODY(row, k, x, ldx, 5, y, ldy); break;                                     \
+        case 6: BODY(row, k, x, ldx, 6, y, ldy); break;                                     \
+        case 7: BODY(row, k, x, ldx, 7, y, ldy); break;                                     \
+        default: BODY(row, k, x, ldx, 8, y, ldy); break;                                    \
+        }                                                                                   \
+    }
+
+#endif /* QMM_CPU_X86_GEMV_AVX512_IMPL_H */

@@ -1,0 +1,137 @@
+/*
+ * gemv_legacy_avx512.c — AVX-512 gemv row kernels for the 32-element block types q4_0, q4_1,
+ * q5_0, q5_1 and q8_0 (contract and summation order: gemv_avx512_impl.h).
+ *
+ * Decoding in registers: for the 4- and 5-bit types each block gets a table of its 16 or 32
+ * possible values, computed with the same float operations as the scalar to_float
+ * ((q - 8) * d, q * d + m, ...), and the quants index it (vpermps / vpermt2ps); q8_0 converts
+ * the int8 quants and multiplies by d. Every decoded value equals to_float's bit for bit.
+ */
+#include "cpu/x86/gemv_avx512_impl.h"
+
+#include "core/types.h"
+
+/* 0, 1, ..., 15 as floats plus `off`. */
+QMM_GEMV_INLINE __m512 ramp16(float off) {
+    return _mm512_add_ps(_mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                         _mm512_set1_ps(off));
+}
+
+/* q4_0: value (q - 8) * d; low nibbles are elements 0..15, high nibbles 16..31. */
+QMM_GEMV_INLINE void q4_0_body(const unsigned char *row, int64_t k, const float *x,
+                               int64_t ldx, int nr, float *y, int64_t ldy) {
+    const block_q4_0 *b = (const block_q4_0 *)row;
+    const __m512 base = ramp16(-8.0f);
+    qmm_gemv_acc acc;
+    qmm_gemv_acc_zero(&acc, nr);
+    for (int64_t i = 0; i < k / QK4_0; i++) {
+        const __m512 tab = _mm512_mul_ps(base, _mm512_set1_ps(qmm_gemv_half(&b[i].d)));
+        const __m512i q = qmm_gemv_u8x16(b[i].qs);
+        qmm_gemv_fma16(&acc, nr, _mm512_permutexvar_ps(q, tab), x, ldx, 32 * i);
+        qmm_gemv_fma16(&acc, nr, _mm512_permutexvar_ps(_mm512_srli_epi32(q, 4), tab), x, ldx,
+                       32 * i + 16);
+    }
+    qmm_gemv_store(&acc, nr, y, ldy);
+}
+
+/* q4_1: value q * d + m. */
+QMM_GEMV_INLINE void q4_1_body(const unsigned char *row, int64_t k, const float *x,
+                               int64_t ldx, int nr, float *y, int64_t ldy) {
+    const block_q4_1 *b = (const block_q4_1 *)row;
+    const __m512 base = ramp16(0.0f);
+    qmm_gemv_acc acc;
+    qmm_gemv_acc_zero(&acc, nr);
+    for (int64_t i = 0; i < k / QK4_1; i++) {
+        const __m512 tab = _mm512_add_ps(_mm512_mul_ps(base, _mm512_set1_ps(qmm_gemv_half(&b[i].d))),
+                                         _mm512_set1_ps(qmm_gemv_half(&b[i].m)));
+        const __m512i q = qmm_gemv_u8x16(b[i].qs);
+        qmm_gemv_fma16(&acc, nr, _mm512_permutexvar_ps(q, tab), x, ldx, 32 * i);
+        qmm_gemv_fma16(&acc, nr, _mm512_permutexvar_ps(_mm512_srli_epi32(q, 4), tab), x, ldx,
+                       32 * i + 16);
+    }
+    qmm_gemv_store(&acc, nr, y, ldy);
+}
+
+/* The 5-bit index of 16 elements: nibble (bits 0..3 of nib) | bit 4 where `hbits` is set. */
+QMM_GEMV_INLINE __m512i q5_index(__m512i nib, __mmask16 hbits) {
+    const __m512i lo = _mm512_and_si512(nib, _mm512_set1_epi32(0x0F));
+    return _mm512_mask_or_epi32(lo, hbits, lo, _mm512_set1_epi32(0x10));
+}
+
+/* q5_0 (offset = -16, no m) and q5_1 (offset 0, plus m): 32-entry table per block. */
+QMM_GEMV_INLINE void q5_body(const unsigned char *row, int64_t k, const float *x, int64_t ldx,
+                             int nr, float *y, int64_t ldy, int with_min) {
+    const size_t bsz = with_min ? sizeof(block_q5_1) : sizeof(block_q5_0);
+    const __m512 base_lo = ramp16(with_min ? 0.0f : -16.0f);
+    const __m512 base_hi = ramp16(with_min ? 16.0f : 0.0f);
+    qmm_gemv_acc acc;
+    qmm_gemv_acc_zero(&acc, nr);
+    for (int64_t i = 0; i < k / 32; i++) {
+        const unsigned char *blk = row + (size_t)i * bsz;
+        const __m512 d = _mm512_set1_ps(qmm_gemv_half(blk));
+        __m512 tlo = _mm512_mul_ps(base_lo, d), thi = _mm512_mul_ps(base_hi, d);
+        const unsigned char *qh_p, *qs;
+        if (with_min) {
+            const __m512 m = _mm512_set1_ps(qmm_gemv_half(blk + 2));
+            tlo = _mm512_add_ps(tlo, m);
+            thi = _mm512_add_ps(thi, m);
+            qh_p = blk + 4;
+            qs = blk + 8;
+        } else {
+            qh_p = blk + 2;
+            qs = blk + 6;
+        }
+        uint32_t qh;
+        memcpy(&qh, qh_p, sizeof qh);
+        const __m512i q = qmm_gemv_u8x16(qs);
+        const __m512i i0 = q5_index(q, (__mmask16)(qh & 0xFFFF));
+        const __m512i i1 = q5_index(_mm512_srli_epi32(q, 4), (__mmask16)(qh >> 16));
+        qmm_gemv_fma16(&acc, nr, _mm512_permutex2var_ps(tlo, i0, thi), x, ldx, 32 * i);
+        qmm_gemv_fma16(&acc, nr, _mm512_permutex2var_ps(tlo, i1, thi), x, ldx, 32 * i + 16);
+    }
+    qmm_gemv_store(&acc, nr, y, ldy);
+}
+
+QMM_GEMV_INLINE void q5_0_body(const unsigned char *row, int64_t k, const float *x,
+                               int64_t ldx, int nr, float *y, int64_t ldy) {
+    q5_body(row, k, x, ldx, nr, y, ldy, 0);
+}
+
+QMM_GEMV_INLINE void q5_1_body(const unsigned char *row, int64_t k, const float *x,
+                               int64_t ldx, int nr, float *y, int64_t ldy) {
+    q5_body(row, k, x, ldx, nr, y, ldy, 1);
+}
+
+/* q8_0: value q * d. */
+QMM_GEMV_INLINE void q8_0_body(const unsigned char *row, int64_t k, const float *x,
+                               int64_t ldx, int nr, float *y, int64_t ldy) {
+    const block_q8_0 *b = (const block_q8_0 *)row;
+    qmm_gemv_acc acc;
+    qmm_gemv_acc_zero(&acc, nr);
+    for (int64_t i = 0; i < k / QK8_0; i++) {
+        const __m512 d = _mm512_set1_ps(qmm_gemv_half(&b[i].d));
+        for (int h = 0; h < 2; h++) {
+            const __m512i q = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(b[i].qs + 16 * h)));
+            qmm_gemv_fma16(&acc, nr, _mm512_mul_ps(_mm512_cvtepi32_ps(q), d), x, ldx,
+                           32 * i + 16 * h);
+        }
+    }
+    qmm_gemv_store(&acc, nr, y, ldy);
+}
+
+QMM_GEMV_DEFINE_ROW_FN(row_q4_0, q4_0_body)
+QMM_GEMV_DEFINE_ROW_FN(row_q4_1, q4_1_body)
+QMM_GEMV_DEFINE_ROW_FN(row_q5_0, q5_0_body)
+QMM_GEMV_DEFINE_ROW_FN(row_q5_1, q5_1_body)
+QMM_GEMV_DEFINE_ROW_FN(row_q8_0, q8_0_body)
+
+qmm_gemv_row_fn qmm_gemv_legacy_row_fn(int type) {
+    switch (type) {
+    case QMM_TYPE_Q4_0: return row_q4_0;
+    case QMM_TYPE_Q4_1: return row_q4_1;
+    case QMM_TYPE_Q5_0: return row_q5_0;
+    case QMM_TYPE_Q5_1: return row_q5_1;
+    case QMM_TYPE_Q8_0: return row_q8_0;
+    default: return NULL;
+    }
+}
