@@ -77,15 +77,10 @@ bool qmm_cpu_x86_gemv_avx512_supports(const qmm_context *ctx, qmm_type type, con
 
 qmm_status qmm_cpu_x86_matmul_gemv_avx512(qmm_context *ctx, const qmm_weights *w, int64_t n,
                                           const float *x, int64_t ldx, float *y, int64_t ldy) {
-    qmm_cpu_state *st = ctx->backend;
+    const qmm_cpu_state *st = ctx->backend;
     const qmm_cpu_weights *cw = w->backend;
-    size_t bytes;
-    if (!qmm_mul_size((size_t)st->n_threads * (size_t)w->k, sizeof(float), &bytes))
-        return qmm_error(QMM_ERR_OUT_OF_MEMORY, "gemv_avx512: row buffers overflow");
-    qmm_status s = qmm_cpu_scratch_grow(&st->shared, bytes);
-    if (s != QMM_OK) return s;
-    s = qmm_x86_gemv_avx512(w->type, w->m, w->k, cw->data, cw->stride, n, x, ldx, y, ldy,
-                            st->shared.ptr, st->n_threads);
+    qmm_status s = qmm_x86_gemv_avx512(w->type, w->m, w->k, cw->data, cw->stride, n, x, ldx, y,
+                                       ldy, st->n_threads);
     if (s != QMM_OK)
         return qmm_error(QMM_ERR_INTERNAL, "gemv_avx512: no kernel for type %d", (int)w->type);
     return QMM_OK;

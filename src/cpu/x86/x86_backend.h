@@ -30,7 +30,7 @@ bool qmm_cpu_x86_fused_amx_supports(const qmm_context *ctx, qmm_type type, const
 qmm_status qmm_cpu_x86_matmul_fused_amx(qmm_context *ctx, const qmm_weights *w, int64_t n,
                                         const float *x, int64_t ldx, float *y, int64_t ldy);
 
-/* gemv on AVX-512: q4_0, q8_0, q4_K, q6_K (other types fall through to gemv_portable). */
+/* gemv on AVX-512: the legacy and K-quant types (f32/f16/bf16 fall through to gemv_portable). */
 bool qmm_cpu_x86_gemv_avx512_supports(const qmm_context *ctx, qmm_type type, const char **why);
 qmm_status qmm_cpu_x86_matmul_gemv_avx512(qmm_context *ctx, const qmm_weights *w, int64_t n,
                                           const float *x, int64_t ldx, float *y, int64_t ldy);

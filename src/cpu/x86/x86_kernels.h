@@ -67,18 +67,21 @@ void qmm_x86_gemm_bf16_amx(const qmm_x86_bf16_tiles *w, int64_t n, const float *
  * AVX-512 GEMV on native blocks (gemv_avx512.c)
  * ------------------------------------------------------------------------------------- */
 
-/* True if qmm_x86_gemv_avx512 has a dequantizer for `type` (q4_0, q8_0, q4_K, q6_K). */
+/* True if qmm_x86_gemv_avx512 has a row kernel for `type` (q4_0, q4_1, q5_0, q5_1, q8_0,
+ * q2_K, q3_K, q4_K, q5_K, q6_K). */
 bool qmm_x86_gemv_avx512_has_type(qmm_type type);
 
 /*
- * Y[n][m] = X W^T for W in GGUF blocks (row i at w + i*row_stride), f32 dequantization and
- * f32 FMA dot products (order in gemv_avx512.c; depends only on k). Any n >= 1 (meant for
- * n <= 8). rowbuf: n_threads * k floats of scratch. Runs on up to n_threads OpenMP threads.
- * Requires QMM_CPU_ISA_AVX512. Returns QMM_ERR_UNSUPPORTED (without an error sentence) for
- * a type without a dequantizer here, before touching y.
+ * Y[n][m] = X W^T for W in GGUF blocks (row i at w + i*row_stride, k a multiple of the block
+ * size), decoded in registers (values bit-identical to the type's to_float) and multiplied
+ * with f32 FMA in the order of gemv_avx512_impl.h, which depends only on k. Any n >= 1
+ * (meant for n <= 8; larger n re-reads W once per 8 X rows). No scratch. Runs on up to
+ * n_threads OpenMP threads, each on a contiguous range of W rows. Writes exactly
+ * y[j*ldy + i], j < n, i < m. Requires QMM_CPU_ISA_AVX512. Returns QMM_ERR_UNSUPPORTED
+ * (without an error sentence) for a type without a row kernel, before touching y.
  */
 qmm_status qmm_x86_gemv_avx512(qmm_type type, int64_t m, int64_t k, const unsigned char *w,
                                size_t row_stride, int64_t n, const float *x, int64_t ldx,
-                               float *y, int64_t ldy, float *rowbuf, int n_threads);
+                               float *y, int64_t ldy, int n_threads);
 
 #endif /* QMM_CPU_X86_KERNELS_H */
