@@ -56,7 +56,7 @@ int main(int argc, char **argv) {
     double t0 = now_ms();
     if (qmm_x86_bf16_tiles_pack(type, m, k, wq, rb, omp_get_max_threads(), &tiles) != QMM_OK) return 1;
     printf("pack: %.1f ms, %.1f MiB\n", now_ms() - t0, tiles.m_pad * tiles.k_pad * 2 / 1048576.0);
-    size_t sb = qmm_x86_gemm_bf16_amx_scratch(&tiles, n);
+    size_t sb = qmm_x86_gemm_bf16_amx_scratch(&tiles, n, omp_get_max_threads());
     void *scratch = aligned_alloc(64, (sb + 63) / 64 * 64);
     float *y = malloc((size_t)n * m * sizeof(float));
     int threads = omp_get_max_threads();

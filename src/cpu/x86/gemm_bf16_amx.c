@@ -14,6 +14,8 @@
  * that fill the struct, and the CPU then faults on the all-zero configuration).
  */
 #include <immintrin.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include <omp.h>
@@ -51,9 +53,6 @@ static int64_t x_stride(const qmm_x86_bf16_tiles *w) {
 
 static int64_t n_padded(int64_t n) { return (n + 15) / 16 * 16; }
 
-size_t qmm_x86_gemm_bf16_amx_scratch(const qmm_x86_bf16_tiles *w, int64_t n) {
-    return (size_t)n_padded(n) * (size_t)x_stride(w) * sizeof(uint16_t);
-}
 
 /* Round X rows [j0, j1) to bf16 (nearest even), zero-padded to k_pad; rows >= n are zero. */
 static void convert_x(const float *x, int64_t ldx, int64_t n, int64_t k, int64_t k_pad,
@@ -104,21 +103,51 @@ static void store_partial(const float *buf, float *y, int64_t ldy, int64_t rows,
         }                                                                                  \
     } while (0)
 
-/* One output block: X rows j0.. (nt tiles of 16, nt in {1,2}), W rows i0.. (mt tiles). */
+/* Cache blocking (see the file comment): a thread walks its W rows in groups of GROUP_W
+ * blocks of 32 rows; per group it walks k in panels of KB elements; per panel it walks its X
+ * blocks (32 rows), and for each X block every W block of the group. The X panel slice (32 x
+ * KB bf16) is reused from L1 across the group, the group's W panel (GROUP_W*32 x KB) from L2
+ * across the X blocks. Accumulators live in tiles for one (X block, W block, k panel) and in
+ * f32 scratch between panels: storing and reloading an f32 tile is exact, so each output is
+ * still the sum over c in increasing order, whatever the blocking. */
+#ifndef GROUP_W
+#define GROUP_W 8
+#endif
+#ifndef KB
+#define KB 256
+#endif
+
+/* X blocks (32 rows) per task; a task is (GROUP_W W blocks) x (up to XCHUNK X blocks). */
+#define XCHUNK 4
+
+/* Accumulator scratch bytes per thread (one task's partial tiles). */
+#define ACC_BYTES ((size_t)XCHUNK * GROUP_W * 4 * 1024)
+
+/* One output block: X rows j0.. (nt tiles of 16, nt in {1,2}), W rows i0.. (mt tiles), k
+ * steps c0..c1-1 of 32. `acc` (4 KiB, 64-byte aligned) holds the 4 partial f32 tiles between
+ * k panels; first: start from zero; last: store into y. */
 static void block(const qmm_x86_bf16_tiles *w, const uint16_t *xb, int64_t ldxb, int64_t n,
-                  int64_t j0, int nt, int64_t i0, int mt, float *y, int64_t ldy) {
+                  int64_t j0, int nt, int64_t i0, int mt, int64_t c0, int64_t c1, float *acc,
+                  bool first, bool last, float *y, int64_t ldy) {
     const int64_t m = w->m, kc = w->k_pad / 32;
     const int64_t a_stride = ldxb * (int64_t)sizeof(uint16_t);
     const uint16_t *a0 = xb + j0 * ldxb, *a1 = a0 + 16 * ldxb;
     const uint16_t *b0 = w->data + (size_t)(i0 / 16) * (size_t)kc * 512;
     const uint16_t *b1 = b0 + (size_t)kc * 512;
     float cbuf[256] __attribute__((aligned(64)));
-    _tile_zero(0);
-    _tile_zero(1);
-    _tile_zero(2);
-    _tile_zero(3);
+    if (first) {
+        _tile_zero(0);
+        _tile_zero(1);
+        _tile_zero(2);
+        _tile_zero(3);
+    } else {
+        _tile_loadd(0, acc, 64);
+        _tile_loadd(1, acc + 256, 64);
+        _tile_loadd(2, acc + 512, 64);
+        _tile_loadd(3, acc + 768, 64);
+    }
     if (nt == 2 && mt == 2) {
-        for (int64_t c = 0; c < kc; c++) {
+        for (int64_t c = c0; c < c1; c++) {
             _tile_loadd(4, a0 + c * 32, a_stride);
             _tile_loadd(6, b0 + c * 512, 64);
             _tile_dpbf16ps(0, 4, 6);
@@ -129,7 +158,7 @@ static void block(const qmm_x86_bf16_tiles *w, const uint16_t *xb, int64_t ldxb,
             _tile_dpbf16ps(3, 5, 7);
         }
     } else {
-        for (int64_t c = 0; c < kc; c++) {
+        for (int64_t c = c0; c < c1; c++) {
             _tile_loadd(4, a0 + c * 32, a_stride);
             _tile_loadd(6, b0 + c * 512, 64);
             _tile_dpbf16ps(0, 4, 6);
@@ -143,10 +172,67 @@ static void block(const qmm_x86_bf16_tiles *w, const uint16_t *xb, int64_t ldxb,
             }
         }
     }
+    if (!last) {
+        _tile_stored(0, acc, 64);
+        _tile_stored(1, acc + 256, 64);
+        _tile_stored(2, acc + 512, 64);
+        _tile_stored(3, acc + 768, 64);
+        return;
+    }
     STORE_TILE(0, j0, i0);
     if (mt == 2) STORE_TILE(1, j0, i0 + 16);
     if (nt == 2) STORE_TILE(2, j0 + 16, i0);
     if (nt == 2 && mt == 2) STORE_TILE(3, j0 + 16, i0 + 16);
+}
+
+/* Scratch layout: the bf16 copy of X, one conversion flag per X block (rounded to 64
+ * bytes), then ACC_BYTES per thread. */
+static size_t xb_bytes(const qmm_x86_bf16_tiles *w, int64_t n) {
+    return (size_t)n_padded(n) * (size_t)x_stride(w) * sizeof(uint16_t);
+}
+static size_t flag_bytes(int64_t n) {
+    return ((size_t)(n_padded(n) + 31) / 32 * sizeof(atomic_int) + 63) / 64 * 64;
+}
+
+size_t qmm_x86_gemm_bf16_amx_scratch(const qmm_x86_bf16_tiles *w, int64_t n, int n_threads) {
+    return xb_bytes(w, n) + flag_bytes(n) + (size_t)(n_threads < 1 ? 1 : n_threads) * ACC_BYTES;
+}
+
+/* Make sure X block b (rows 32b..32b+31) is converted: the first thread to need it converts
+ * it, others wait. The result does not depend on which thread converts (deterministic), and
+ * no thread waits for a thread that has not started (no barrier). */
+static void need_x_block(atomic_int *flags, int64_t b, const float *x, int64_t ldx, int64_t n,
+                         const qmm_x86_bf16_tiles *w, uint16_t *xb, int64_t ldxb, int64_t n_pad) {
+    if (atomic_load_explicit(&flags[b], memory_order_acquire) == 2) return;
+    int expected = 0;
+    if (atomic_compare_exchange_strong_explicit(&flags[b], &expected, 1, memory_order_acq_rel,
+                                                memory_order_acquire)) {
+        const int64_t j1 = 32 * b + 32 < n_pad ? 32 * b + 32 : n_pad;
+        convert_x(x, ldx, n, w->k, w->k_pad, xb, ldxb, 32 * b, j1);
+        atomic_store_explicit(&flags[b], 2, memory_order_release);
+        return;
+    }
+    while (atomic_load_explicit(&flags[b], memory_order_acquire) != 2) _mm_pause();
+}
+
+/* One task: X blocks [xb0, xb1) x W blocks [g0, g1) (units of 32 rows). */
+static void run_task(const qmm_x86_bf16_tiles *w, const uint16_t *xb, int64_t ldxb, int64_t n,
+                     int64_t n_pad, int64_t xb0, int64_t xb1, int64_t g0, int64_t g1,
+                     float *acc, float *y, int64_t ldy) {
+    const int64_t kc = w->k_pad / 32, kbc = KB / 32;
+    for (int64_t c0 = 0; c0 < kc; c0 += kbc) {
+        const int64_t c1 = c0 + kbc < kc ? c0 + kbc : kc;
+        for (int64_t xbi = xb0; xbi < xb1; xbi++) {
+            const int64_t j0 = xbi * 32;
+            const int nt = n_pad - j0 >= 32 ? 2 : 1;
+            for (int64_t wbi = g0; wbi < g1; wbi++) {
+                const int64_t i0 = wbi * 32;
+                const int mt = w->m_pad - i0 >= 32 ? 2 : 1;
+                float *a = acc + ((xbi - xb0) * GROUP_W + (wbi - g0)) * 1024;
+                block(w, xb, ldxb, n, j0, nt, i0, mt, c0, c1, a, c0 == 0, c1 == kc, y, ldy);
+            }
+        }
+    }
 }
 
 void qmm_x86_gemm_bf16_amx(const qmm_x86_bf16_tiles *w, int64_t n, const float *x,
@@ -154,25 +240,31 @@ void qmm_x86_gemm_bf16_amx(const qmm_x86_bf16_tiles *w, int64_t n, const float *
     uint16_t *xb = scratch;
     const int64_t ldxb = x_stride(w), n_pad = n_padded(n);
     const int64_t n_blocks = (n_pad + 31) / 32, m_blocks = (w->m_pad + 31) / 32;
-    const int64_t total = n_blocks * m_blocks;
+    atomic_int *flags = (atomic_int *)((unsigned char *)scratch + xb_bytes(w, n));
+    unsigned char *acc_all = (unsigned char *)scratch + xb_bytes(w, n) + flag_bytes(n);
+    for (int64_t b = 0; b < n_blocks; b++) atomic_init(&flags[b], 0);
     int threads = n_threads < 1 ? 1 : n_threads;
-    if (threads > total) threads = (int)total;
+    /* W groups of up to GROUP_W blocks, smaller while that leaves under 4 tasks a thread. */
+    int64_t group = GROUP_W;
+    const int64_t x_chunks = (n_blocks + XCHUNK - 1) / XCHUNK;
+    while (group > 1 && (m_blocks + group - 1) / group * x_chunks < 4 * (int64_t)threads)
+        group /= 2;
+    const int64_t w_groups = (m_blocks + group - 1) / group, tasks = w_groups * x_chunks;
+    if (threads > tasks) threads = (int)tasks;
+    /* Tasks in W-group-major order, handed out one at a time: a thread that runs late (the
+     * machine is shared) leaves its tasks to the others; each output belongs to one task. */
 #pragma omp parallel num_threads(threads)
     {
-        const int t = omp_get_thread_num(), nth = omp_get_num_threads();
-        const int64_t rows_per = (n_pad / 16 + nth - 1) / nth * 16;
-        const int64_t r0 = (int64_t)t * rows_per;
-        const int64_t r1 = r0 + rows_per < n_pad ? r0 + rows_per : n_pad;
-        if (r0 < r1) convert_x(x, ldx, n, w->k, w->k_pad, xb, ldxb, r0, r1);
-#pragma omp barrier
+        float *acc = (float *)(acc_all + (size_t)omp_get_thread_num() * ACC_BYTES);
         tiles_configure();
-        const int64_t b0 = total * t / nth, b1 = total * (t + 1) / nth;
-        for (int64_t b = b0; b < b1; b++) {
-            const int64_t mb = b / n_blocks, nb = b % n_blocks;
-            const int64_t j0 = nb * 32, i0 = mb * 32;
-            const int nt = n_pad - j0 >= 32 ? 2 : 1;
-            const int mt = w->m_pad - i0 >= 32 ? 2 : 1;
-            block(w, xb, ldxb, n, j0, nt, i0, mt, y, ldy);
+#pragma omp for schedule(dynamic, 1) nowait
+        for (int64_t task = 0; task < tasks; task++) {
+            const int64_t g = task / x_chunks, xc = task % x_chunks;
+            const int64_t xb0 = xc * XCHUNK, xb1 = xb0 + XCHUNK < n_blocks ? xb0 + XCHUNK : n_blocks;
+            const int64_t g0 = g * group, g1 = g0 + group < m_blocks ? g0 + group : m_blocks;
+            for (int64_t b = xb0; b < xb1; b++)
+                need_x_block(flags, b, x, ldx, n, w, xb, ldxb, n_pad);
+            run_task(w, xb, ldxb, n, n_pad, xb0, xb1, g0, g1, acc, y, ldy);
         }
         tiles_release();
     }

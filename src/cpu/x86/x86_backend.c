@@ -57,7 +57,7 @@ qmm_status qmm_cpu_x86_matmul_fused_amx(qmm_context *ctx, const qmm_weights *w, 
     const qmm_x86_weights *xw = cw->x86;
     if (xw == NULL || xw->bf16.data == NULL)
         return qmm_error(QMM_ERR_INTERNAL, "fused_amx: weights were not packed to bf16 tiles");
-    qmm_status s = qmm_cpu_scratch_grow(&st->shared, qmm_x86_gemm_bf16_amx_scratch(&xw->bf16, n));
+    qmm_status s = qmm_cpu_scratch_grow(&st->shared, qmm_x86_gemm_bf16_amx_scratch(&xw->bf16, n, st->n_threads));
     if (s != QMM_OK) return s;
     qmm_x86_gemm_bf16_amx(&xw->bf16, n, x, ldx, y, ldy, st->shared.ptr, st->n_threads);
     return QMM_OK;

@@ -49,8 +49,9 @@ qmm_status qmm_x86_bf16_tiles_pack(qmm_type type, int64_t m, int64_t k, const vo
 /* Free out->data (NULL-safe) and clear the struct. */
 void qmm_x86_bf16_tiles_free(qmm_x86_bf16_tiles *t);
 
-/* Scratch bytes qmm_x86_gemm_bf16_amx needs for n rows of X (the bf16 copy of X). */
-size_t qmm_x86_gemm_bf16_amx_scratch(const qmm_x86_bf16_tiles *w, int64_t n);
+/* Scratch bytes qmm_x86_gemm_bf16_amx needs for n rows of X on n_threads threads (the bf16
+ * copy of X and one f32 accumulator area per thread). */
+size_t qmm_x86_gemm_bf16_amx_scratch(const qmm_x86_bf16_tiles *w, int64_t n, int n_threads);
 
 /*
  * Y[n][m] = X[n][k] * W^T with AMX TDPBF16PS: X rounded to bf16 (nearest even) per call into
