@@ -30,7 +30,7 @@
 #include "verify.h"
 
 #define BENCH_DEFAULT_N 512
-#define BENCH_DEFAULT_ITERS 5
+#define BENCH_DEFAULT_ITERS 3
 #define BENCH_DEFAULT_WARMUP 1
 #define BENCH_DEFAULT_SEED 1
 #define BENCH_MAX_N 65536
@@ -637,6 +637,18 @@ static void total_emit(bench_run *r, bench_total *t, const char *type, const cha
     memset(t, 0, sizeof *t);
 }
 
+/* A failure that stands for every n and strategy of a matrix: one row, counted in every
+ * total it belongs to (so a whole-model or model total is never silently partial). */
+static void fail_matrix(bench_run *r, bench_row *row) {
+    const bench_opts *o = r->o;
+    emit(r, row);
+    for (size_t ni = 0; ni < o->n_ns; ni++)
+        for (int si = 0; si < o->n_strategies; si++) {
+            if (r->totals) total_add(&r->totals[ni * (size_t)o->n_strategies + (size_t)si], row);
+            r->done++;
+        }
+}
+
 /* Bench one weight matrix for every n and strategy; rows go to the report. */
 static void bench_matrix_run(bench_run *r, const bench_matrix *bm) {
     const bench_opts *o = r->o;
@@ -647,7 +659,7 @@ static void bench_matrix_run(bench_run *r, const bench_matrix *bm) {
     row_init(&row, bm, o->ns[0]);
     if (st != QMM_OK) {
         row_fail(&row, "%s", qmm_last_error());
-        emit(r, &row);
+        fail_matrix(r, &row);
         return;
     }
     const size_t w_bytes = row_bytes * (size_t)bm->m;
@@ -657,8 +669,7 @@ static void bench_matrix_run(bench_run *r, const bench_matrix *bm) {
     if (st != QMM_OK || !w_nonzero) {
         row_fail(&row, st != QMM_OK ? "dequantizing W: %s" : "%srefusing all-zero weights",
                  st != QMM_OK ? qmm_last_error() : "");
-        emit(r, &row);
-        r->done += (int)(o->n_ns * (size_t)o->n_strategies);
+        fail_matrix(r, &row);
         return;
     }
     qmm_weights *w[BENCH_MAX_COPIES] = {0};
@@ -685,6 +696,7 @@ static void bench_matrix_run(bench_run *r, const bench_matrix *bm) {
             row_fail(&row, "refusing all-zero activations");
             goto next_n;
         }
+        progress(r, qmm_type_name(bm->type), bm->label, n, "(reference)");
         if (o->verify) {
             char err[512] = "";
             st = verify_reference(bm->type, bm->m, bm->k, bm->w, row_bytes, n, x_host, y_ref,
@@ -766,7 +778,7 @@ static void run_shapes(bench_run *r, const bench_shape *shapes, int n_shapes) {
                 bench_row row;
                 row_init(&row, &bm, o->ns[0]);
                 row_fail(&row, "out of memory for %zu bytes of weights", row_bytes * (size_t)sh->m);
-                emit(r, &row);
+                fail_matrix(r, &row);
                 continue;
             }
             fill_rng rng;
@@ -776,8 +788,8 @@ static void run_shapes(bench_run *r, const bench_shape *shapes, int n_shapes) {
                 bench_row row;
                 row_init(&row, &bm, o->ns[0]);
                 row_fail(&row, "making %s weights: %s: %s", o->fill == FILL_BYTES ? "byte" : "quantized",
-                         qmm_status_str(st), qmm_last_error());
-                emit(r, &row);
+                         qmm_status_str(st), o->fill == FILL_BYTES ? "" : qmm_last_error());
+                fail_matrix(r, &row);
             } else {
                 bench_matrix_run(r, &bm);
             }
