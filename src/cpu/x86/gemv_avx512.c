@@ -38,8 +38,8 @@ qmm_status qmm_x86_gemv_avx512(qmm_type type, int64_t m, int64_t k, const unsign
         const int64_t i0 = m * t / nth, i1 = m * (t + 1) / nth;
         for (int64_t j0 = 0; j0 < n; j0 += QMM_GEMV_MAX_NR) {
             const int nr = (int)(n - j0 < QMM_GEMV_MAX_NR ? n - j0 : QMM_GEMV_MAX_NR);
-            for (int64_t i = i0; i < i1; i++)
-                row_fn(w + (size_t)i * row_stride, k, x + j0 * ldx, ldx, nr, y + j0 * ldy + i, ldy);
+            row_fn(w + (size_t)i0 * row_stride, row_stride, i1 - i0, k, x + j0 * ldx, ldx, nr,
+                   y + j0 * ldy + i0, ldy);
         }
     }
     return QMM_OK;

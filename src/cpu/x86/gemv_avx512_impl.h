@@ -29,10 +29,12 @@
 
 #define QMM_GEMV_INLINE static inline __attribute__((always_inline))
 
-/* A row kernel: nr in 1..QMM_GEMV_MAX_NR X rows (row j at x + j*ldx, k floats read),
- * writes y[j*ldy] for j < nr. k is a multiple of the type's block size. */
-typedef void (*qmm_gemv_row_fn)(const unsigned char *row, int64_t k, const float *x,
-                                int64_t ldx, int nr, float *y, int64_t ldy);
+/* A row kernel: rows consecutive W rows (row r at w + r*row_stride) against nr in
+ * 1..QMM_GEMV_MAX_NR X rows (row j at x + j*ldx, k floats read); writes y[j*ldy + r].
+ * k is a multiple of the type's block size. */
+typedef void (*qmm_gemv_row_fn)(const unsigned char *w, size_t row_stride, int64_t rows,
+                                int64_t k, const float *x, int64_t ldx, int nr, float *y,
+                                int64_t ldy);
 
 /* The row kernels of each family for `type`, or NULL (gemv_legacy_avx512.c,
  * gemv_kquants_avx512.c). */
@@ -44,6 +46,15 @@ QMM_GEMV_INLINE float qmm_gemv_half(const void *p) {
     uint16_t h;
     memcpy(&h, p, sizeof h);
     return _cvtsh_ss(h);
+}
+
+/* The f16 fields at first, first + stride, ... (count <= 16 of them) as floats in out[0..count):
+ * one vcvtph2ps for up to 16 blocks, so that a block's scale later costs one broadcast load. */
+QMM_GEMV_INLINE void qmm_gemv_halves(const unsigned char *first, size_t stride, int count,
+                                     float out[16]) {
+    uint16_t h[16] = {0};
+    for (int t = 0; t < count; t++) memcpy(&h[t], first + (size_t)t * stride, sizeof h[t]);
+    _mm512_storeu_ps(out, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)h)));
 }
 
 /* The accumulators of nr X rows: acc[j][0] gets the 16-element groups with even p / 16,
@@ -65,7 +76,7 @@ QMM_GEMV_INLINE void qmm_gemv_fma16(qmm_gemv_acc *acc, int nr, __m512 w, const f
 }
 
 /* Sum the accumulators of each X row in the fixed order and store y[j*ldy]. */
-QMM_GEMV_INLINE void qmm_gemv_store(const qmm_gemv_acc *acc, int nr, float *y, int64_t ldy) {
+QMM_GEMV_INLINE void qmm_gemv_store1(const qmm_gemv_acc *acc, int nr, float *y, int64_t ldy) {
     for (int j = 0; j < nr; j++) {
         const __m512 v = _mm512_add_ps(acc->a[j][0], acc->a[j][1]);
         const __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
@@ -78,26 +89,47 @@ QMM_GEMV_INLINE void qmm_gemv_store(const qmm_gemv_acc *acc, int nr, float *y, i
     }
 }
 
+/* qmm_gemv_store1 for R W rows: row r's outputs go to y[j*ldy + r]. */
+QMM_GEMV_INLINE void qmm_gemv_store(const qmm_gemv_acc *acc, int R, int nr, float *y,
+                                    int64_t ldy) {
+    for (int r = 0; r < R; r++) qmm_gemv_store1(&acc[r], nr, y + r, ldy);
+}
+
 /* 16 bytes at p zero-extended to 16 dwords. */
 QMM_GEMV_INLINE __m512i qmm_gemv_u8x16(const uint8_t *p) {
     return _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)p));
 }
 
-/* The row-kernel entry points for nr = 1..QMM_GEMV_MAX_NR: BODY is an always-inline
- * function (row, k, x, ldx, nr, y, ldy); the switch gives the compiler a constant nr, so
- * each case keeps its accumulators in registers. */
+/* W rows decoded side by side for nr X rows: 2 FMA chains per (W row, X row) need at least
+ * 4 pairs to hide the FMA latency. The order of an output does not depend on this. */
+#define QMM_GEMV_ROWS_FOR(nr) ((nr) == 1 ? 4 : (nr) == 2 ? 2 : 1)
+
+/* One group of R rows at a constant nr: BODY(w, row_stride, R, k, x, ldx, nr, y, ldy) is an
+ * always-inline function with acc[R]; constants let the compiler keep the accumulators in
+ * registers. */
+#define QMM_GEMV_ROWS_NR(BODY, NR)                                                          \
+    do {                                                                                    \
+        int64_t r = 0;                                                                      \
+        for (; r + QMM_GEMV_ROWS_FOR(NR) <= rows; r += QMM_GEMV_ROWS_FOR(NR))               \
+            BODY(w + (size_t)r * row_stride, row_stride, QMM_GEMV_ROWS_FOR(NR), k, x, ldx,  \
+                 NR, y + r, ldy);                                                           \
+        for (; r < rows; r++)                                                               \
+            BODY(w + (size_t)r * row_stride, row_stride, 1, k, x, ldx, NR, y + r, ldy);     \
+    } while (0)
+
+/* The row-kernel entry point `name` for nr = 1..QMM_GEMV_MAX_NR. */
 #define QMM_GEMV_DEFINE_ROW_FN(name, BODY)                                                  \
-    static void name(const unsigned char *row, int64_t k, const float *x, int64_t ldx,     \
-                     int nr, float *y, int64_t ldy) {                                       \
+    static void name(const unsigned char *w, size_t row_stride, int64_t rows, int64_t k,    \
+                     const float *x, int64_t ldx, int nr, float *y, int64_t ldy) {          \
         switch (nr) {                                                                       \
-        case 1: BODY(row, k, x, ldx, 1, y, ldy); break;                                     \
-        case 2: BODY(row, k, x, ldx, 2, y, ldy); break;                                     \
-        case 3: BODY(row, k, x, ldx, 3, y, ldy); break;                                     \
-        case 4: BODY(row, k, x, ldx, 4, y, ldy); break;                                     \
-        case 5: BODY(row, k, x, ldx, 5, y, ldy); break;                                     \
-        case 6: BODY(row, k, x, ldx, 6, y, ldy); break;                                     \
-        case 7: BODY(row, k, x, ldx, 7, y, ldy); break;                                     \
-        default: BODY(row, k, x, ldx, 8, y, ldy); break;                                    \
+        case 1: QMM_GEMV_ROWS_NR(BODY, 1); break;                                           \
+        case 2: QMM_GEMV_ROWS_NR(BODY, 2); break;                                           \
+        case 3: QMM_GEMV_ROWS_NR(BODY, 3); break;                                           \
+        case 4: QMM_GEMV_ROWS_NR(BODY, 4); break;                                           \
+        case 5: QMM_GEMV_ROWS_NR(BODY, 5); break;                                           \
+        case 6: QMM_GEMV_ROWS_NR(BODY, 6); break;                                           \
+        case 7: QMM_GEMV_ROWS_NR(BODY, 7); break;                                           \
+        default: QMM_GEMV_ROWS_NR(BODY, 8); break;                                          \
         }                                                                                   \
     }
 

@@ -9,6 +9,8 @@
  */
 #include "cpu/x86/gemv_avx512_impl.h"
 
+#include <stddef.h>
+
 #include "core/types.h"
 
 /* 0, 1, ..., 15 as floats plus `off`. */
@@ -17,40 +19,46 @@ QMM_GEMV_INLINE __m512 ramp16(float off) {
                          _mm512_set1_ps(off));
 }
 
-/* q4_0: value (q - 8) * d; low nibbles are elements 0..15, high nibbles 16..31. */
-QMM_GEMV_INLINE void q4_0_body(const unsigned char *row, int64_t k, const float *x,
-                               int64_t ldx, int nr, float *y, int64_t ldy) {
-    const block_q4_0 *b = (const block_q4_0 *)row;
-    const __m512 base = ramp16(-8.0f);
-    qmm_gemv_acc acc;
-    qmm_gemv_acc_zero(&acc, nr);
-    for (int64_t i = 0; i < k / QK4_0; i++) {
-        const __m512 tab = _mm512_mul_ps(base, _mm512_set1_ps(qmm_gemv_half(&b[i].d)));
-        const __m512i q = qmm_gemv_u8x16(b[i].qs);
-        qmm_gemv_fma16(&acc, nr, _mm512_permutexvar_ps(q, tab), x, ldx, 32 * i);
-        qmm_gemv_fma16(&acc, nr, _mm512_permutexvar_ps(_mm512_srli_epi32(q, 4), tab), x, ldx,
-                       32 * i + 16);
-    }
-    qmm_gemv_store(&acc, nr, y, ldy);
+#define BODY_ARGS                                                                         \
+    const unsigned char *w, size_t stride, int R, int64_t k, const float *x, int64_t ldx,   \
+        int nr, float *y, int64_t ldy
+
+/* The f16 fields at byte `off` of up to 16 blocks from block i of each of the R rows. */
+QMM_GEMV_INLINE void block_halves(const unsigned char *w, size_t stride, int R, size_t bsz,
+                                  size_t off, int64_t i, int64_t nb, float out[][16]) {
+    const int cnt = nb - i < 16 ? (int)(nb - i) : 16;
+    for (int r = 0; r < R; r++) qmm_gemv_halves(w + r * stride + i * bsz + off, bsz, cnt, out[r]);
 }
 
-/* q4_1: value q * d + m. */
-QMM_GEMV_INLINE void q4_1_body(const unsigned char *row, int64_t k, const float *x,
-                               int64_t ldx, int nr, float *y, int64_t ldy) {
-    const block_q4_1 *b = (const block_q4_1 *)row;
-    const __m512 base = ramp16(0.0f);
-    qmm_gemv_acc acc;
-    qmm_gemv_acc_zero(&acc, nr);
-    for (int64_t i = 0; i < k / QK4_1; i++) {
-        const __m512 tab = _mm512_add_ps(_mm512_mul_ps(base, _mm512_set1_ps(qmm_gemv_half(&b[i].d))),
-                                         _mm512_set1_ps(qmm_gemv_half(&b[i].m)));
-        const __m512i q = qmm_gemv_u8x16(b[i].qs);
-        qmm_gemv_fma16(&acc, nr, _mm512_permutexvar_ps(q, tab), x, ldx, 32 * i);
-        qmm_gemv_fma16(&acc, nr, _mm512_permutexvar_ps(_mm512_srli_epi32(q, 4), tab), x, ldx,
-                       32 * i + 16);
+/* q4_0 (value (q - 8) * d) and q4_1 (q * d + m): low nibbles are elements 0..15, high
+ * nibbles 16..31; a 16-entry table per block. */
+QMM_GEMV_INLINE void q4_body(BODY_ARGS, int with_min) {
+    const size_t bsz = with_min ? sizeof(block_q4_1) : sizeof(block_q4_0);
+    const size_t qs_off = with_min ? offsetof(block_q4_1, qs) : offsetof(block_q4_0, qs);
+    const __m512 base = ramp16(with_min ? 0.0f : -8.0f);
+    const int64_t nb = k / 32;
+    float d[4][16], mn[4][16];
+    qmm_gemv_acc acc[4];
+    for (int r = 0; r < R; r++) qmm_gemv_acc_zero(&acc[r], nr);
+    for (int64_t i = 0; i < nb; i++) {
+        if (i % 16 == 0) {
+            block_halves(w, stride, R, bsz, 0, i, nb, d);
+            if (with_min) block_halves(w, stride, R, bsz, 2, i, nb, mn);
+        }
+        for (int r = 0; r < R; r++) {
+            __m512 tab = _mm512_mul_ps(base, _mm512_set1_ps(d[r][i % 16]));
+            if (with_min) tab = _mm512_add_ps(tab, _mm512_set1_ps(mn[r][i % 16]));
+            const __m512i q = qmm_gemv_u8x16(w + r * stride + i * bsz + qs_off);
+            qmm_gemv_fma16(&acc[r], nr, _mm512_permutexvar_ps(q, tab), x, ldx, 32 * i);
+            qmm_gemv_fma16(&acc[r], nr, _mm512_permutexvar_ps(_mm512_srli_epi32(q, 4), tab), x,
+                           ldx, 32 * i + 16);
+        }
     }
-    qmm_gemv_store(&acc, nr, y, ldy);
+    qmm_gemv_store(acc, R, nr, y, ldy);
 }
+
+QMM_GEMV_INLINE void q4_0_body(BODY_ARGS) { q4_body(w, stride, R, k, x, ldx, nr, y, ldy, 0); }
+QMM_GEMV_INLINE void q4_1_body(BODY_ARGS) { q4_body(w, stride, R, k, x, ldx, nr, y, ldy, 1); }
 
 /* The 5-bit index of 16 elements: nibble (bits 0..3 of nib) | bit 4 where `hbits` is set. */
 QMM_GEMV_INLINE __m512i q5_index(__m512i nib, __mmask16 hbits) {
@@ -58,65 +66,66 @@ QMM_GEMV_INLINE __m512i q5_index(__m512i nib, __mmask16 hbits) {
     return _mm512_mask_or_epi32(lo, hbits, lo, _mm512_set1_epi32(0x10));
 }
 
-/* q5_0 (offset = -16, no m) and q5_1 (offset 0, plus m): 32-entry table per block. */
-QMM_GEMV_INLINE void q5_body(const unsigned char *row, int64_t k, const float *x, int64_t ldx,
-                             int nr, float *y, int64_t ldy, int with_min) {
+/* q5_0 (value (q - 16) * d) and q5_1 (q * d + m): a 32-entry table per block (vpermt2ps). */
+QMM_GEMV_INLINE void q5_body(BODY_ARGS, int with_min) {
     const size_t bsz = with_min ? sizeof(block_q5_1) : sizeof(block_q5_0);
+    const size_t qh_off = with_min ? offsetof(block_q5_1, qh) : offsetof(block_q5_0, qh);
+    const size_t qs_off = with_min ? offsetof(block_q5_1, qs) : offsetof(block_q5_0, qs);
     const __m512 base_lo = ramp16(with_min ? 0.0f : -16.0f);
     const __m512 base_hi = ramp16(with_min ? 16.0f : 0.0f);
-    qmm_gemv_acc acc;
-    qmm_gemv_acc_zero(&acc, nr);
-    for (int64_t i = 0; i < k / 32; i++) {
-        const unsigned char *blk = row + (size_t)i * bsz;
-        const __m512 d = _mm512_set1_ps(qmm_gemv_half(blk));
-        __m512 tlo = _mm512_mul_ps(base_lo, d), thi = _mm512_mul_ps(base_hi, d);
-        const unsigned char *qh_p, *qs;
-        if (with_min) {
-            const __m512 m = _mm512_set1_ps(qmm_gemv_half(blk + 2));
-            tlo = _mm512_add_ps(tlo, m);
-            thi = _mm512_add_ps(thi, m);
-            qh_p = blk + 4;
-            qs = blk + 8;
-        } else {
-            qh_p = blk + 2;
-            qs = blk + 6;
+    const int64_t nb = k / 32;
+    float dv[4][16], mv[4][16];
+    qmm_gemv_acc acc[4];
+    for (int r = 0; r < R; r++) qmm_gemv_acc_zero(&acc[r], nr);
+    for (int64_t i = 0; i < nb; i++) {
+        if (i % 16 == 0) {
+            block_halves(w, stride, R, bsz, 0, i, nb, dv);
+            if (with_min) block_halves(w, stride, R, bsz, 2, i, nb, mv);
         }
-        uint32_t qh;
-        memcpy(&qh, qh_p, sizeof qh);
-        const __m512i q = qmm_gemv_u8x16(qs);
-        const __m512i i0 = q5_index(q, (__mmask16)(qh & 0xFFFF));
-        const __m512i i1 = q5_index(_mm512_srli_epi32(q, 4), (__mmask16)(qh >> 16));
-        qmm_gemv_fma16(&acc, nr, _mm512_permutex2var_ps(tlo, i0, thi), x, ldx, 32 * i);
-        qmm_gemv_fma16(&acc, nr, _mm512_permutex2var_ps(tlo, i1, thi), x, ldx, 32 * i + 16);
+        for (int r = 0; r < R; r++) {
+            const unsigned char *blk = w + r * stride + i * bsz;
+            const __m512 d = _mm512_set1_ps(dv[r][i % 16]);
+            __m512 tlo = _mm512_mul_ps(base_lo, d), thi = _mm512_mul_ps(base_hi, d);
+            if (with_min) {
+                const __m512 m = _mm512_set1_ps(mv[r][i % 16]);
+                tlo = _mm512_add_ps(tlo, m);
+                thi = _mm512_add_ps(thi, m);
+            }
+            uint32_t qh;
+            memcpy(&qh, blk + qh_off, sizeof qh);
+            const __m512i q = qmm_gemv_u8x16(blk + qs_off);
+            const __m512i i0 = q5_index(q, (__mmask16)(qh & 0xFFFF));
+            const __m512i i1 = q5_index(_mm512_srli_epi32(q, 4), (__mmask16)(qh >> 16));
+            qmm_gemv_fma16(&acc[r], nr, _mm512_permutex2var_ps(tlo, i0, thi), x, ldx, 32 * i);
+            qmm_gemv_fma16(&acc[r], nr, _mm512_permutex2var_ps(tlo, i1, thi), x, ldx, 32 * i + 16);
+        }
     }
-    qmm_gemv_store(&acc, nr, y, ldy);
+    qmm_gemv_store(acc, R, nr, y, ldy);
 }
 
-QMM_GEMV_INLINE void q5_0_body(const unsigned char *row, int64_t k, const float *x,
-                               int64_t ldx, int nr, float *y, int64_t ldy) {
-    q5_body(row, k, x, ldx, nr, y, ldy, 0);
-}
-
-QMM_GEMV_INLINE void q5_1_body(const unsigned char *row, int64_t k, const float *x,
-                               int64_t ldx, int nr, float *y, int64_t ldy) {
-    q5_body(row, k, x, ldx, nr, y, ldy, 1);
-}
+QMM_GEMV_INLINE void q5_0_body(BODY_ARGS) { q5_body(w, stride, R, k, x, ldx, nr, y, ldy, 0); }
+QMM_GEMV_INLINE void q5_1_body(BODY_ARGS) { q5_body(w, stride, R, k, x, ldx, nr, y, ldy, 1); }
 
 /* q8_0: value q * d. */
-QMM_GEMV_INLINE void q8_0_body(const unsigned char *row, int64_t k, const float *x,
-                               int64_t ldx, int nr, float *y, int64_t ldy) {
-    const block_q8_0 *b = (const block_q8_0 *)row;
-    qmm_gemv_acc acc;
-    qmm_gemv_acc_zero(&acc, nr);
-    for (int64_t i = 0; i < k / QK8_0; i++) {
-        const __m512 d = _mm512_set1_ps(qmm_gemv_half(&b[i].d));
-        for (int h = 0; h < 2; h++) {
-            const __m512i q = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(b[i].qs + 16 * h)));
-            qmm_gemv_fma16(&acc, nr, _mm512_mul_ps(_mm512_cvtepi32_ps(q), d), x, ldx,
-                           32 * i + 16 * h);
+QMM_GEMV_INLINE void q8_0_body(BODY_ARGS) {
+    const int64_t nb = k / QK8_0;
+    float dv[4][16];
+    qmm_gemv_acc acc[4];
+    for (int r = 0; r < R; r++) qmm_gemv_acc_zero(&acc[r], nr);
+    for (int64_t i = 0; i < nb; i++) {
+        if (i % 16 == 0) block_halves(w, stride, R, sizeof(block_q8_0), 0, i, nb, dv);
+        for (int r = 0; r < R; r++) {
+            const block_q8_0 *b = (const block_q8_0 *)(w + r * stride) + i;
+            const __m512 d = _mm512_set1_ps(dv[r][i % 16]);
+            for (int h = 0; h < 2; h++) {
+                const __m512i q =
+                    _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(b->qs + 16 * h)));
+                qmm_gemv_fma16(&acc[r], nr, _mm512_mul_ps(_mm512_cvtepi32_ps(q), d), x, ldx,
+                               32 * i + 16 * h);
+            }
         }
     }
-    qmm_gemv_store(&acc, nr, y, ldy);
+    qmm_gemv_store(acc, R, nr, y, ldy);
 }
 
 QMM_GEMV_DEFINE_ROW_FN(row_q4_0, q4_0_body)
