@@ -731,7 +731,7 @@ static void test_G_row0_across_n(void **state) {
     int nt = weight_types(types);
     tu_rng r = tu_rng_make(0x6);
     for (int t = 0; t < nt; t++) {
-        int64_t m = 37, k = k_for(types[t], 512);
+        int64_t m = 37, k = k_for(types[t], 1024); /* 4 panels: the accumulation order counts */
         tu_weights w;
         assert_int_equal(tu_weights_make(&w, types[t], m, k, 0, &r), QMM_OK);
         tu_matrix x;
