@@ -24,6 +24,7 @@ static const qmm_cpu_impl cpu_impls[] = {
     {QMM_STRATEGY_FUSED, "fused_amx_bf16", qmm_cpu_x86_fused_amx_supports,
      qmm_cpu_x86_matmul_fused_amx},
     {QMM_STRATEGY_FUSED, "fused_portable", NULL, qmm_cpu_matmul_fused},
+    {QMM_STRATEGY_INT8, "int8_amx", qmm_cpu_x86_int8_amx_supports, qmm_cpu_x86_matmul_int8_amx},
     {QMM_STRATEGY_DEQUANT_SGEMM, "dequant_sgemm_openblas", qmm_cpu_dequant_sgemm_supports,
      qmm_cpu_matmul_dequant_sgemm},
 };

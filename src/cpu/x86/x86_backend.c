@@ -25,6 +25,15 @@ qmm_status qmm_cpu_x86_weights_init(const qmm_context *ctx, qmm_weights *w) {
         free(xw);
         return s;
     }
+    if (qmm_cpu_x86_int8_amx_supports(ctx, w->type, &(const char *){NULL})) {
+        s = qmm_x86_int8_tiles_pack(w->type, w->m, w->k, cw->data, cw->stride,
+                                    ((const qmm_cpu_state *)ctx->backend)->n_threads, &xw->int8);
+        if (s != QMM_OK) {
+            qmm_x86_bf16_tiles_free(&xw->bf16);
+            free(xw);
+            return s;
+        }
+    }
     cw->x86 = xw;
     return QMM_OK;
 }
@@ -34,6 +43,7 @@ void qmm_cpu_x86_weights_release(qmm_weights *w) {
     if (cw == NULL || cw->x86 == NULL) return;
     qmm_x86_weights *xw = cw->x86;
     qmm_x86_bf16_tiles_free(&xw->bf16);
+    qmm_x86_int8_tiles_free(&xw->int8);
     free(xw);
     cw->x86 = NULL;
 }
@@ -60,6 +70,31 @@ qmm_status qmm_cpu_x86_matmul_fused_amx(qmm_context *ctx, const qmm_weights *w, 
     qmm_status s = qmm_cpu_scratch_grow(&st->shared, qmm_x86_gemm_bf16_amx_scratch(&xw->bf16, n, st->n_threads));
     if (s != QMM_OK) return s;
     qmm_x86_gemm_bf16_amx(&xw->bf16, n, x, ldx, y, ldy, st->shared.ptr, st->n_threads);
+    return QMM_OK;
+}
+
+bool qmm_cpu_x86_int8_amx_supports(const qmm_context *ctx, qmm_type type, const char **why) {
+    if (ctx_isa(ctx) < QMM_CPU_ISA_AMX) {
+        *why = "the context's ISA level is below amx (int8 needs AMX-INT8)";
+        return false;
+    }
+    if (!qmm_x86_int8_tiles_has_type(type)) {
+        *why = "the int8 strategy handles only q4_0, q8_0 and q4_K weights";
+        return false;
+    }
+    return true;
+}
+
+qmm_status qmm_cpu_x86_matmul_int8_amx(qmm_context *ctx, const qmm_weights *w, int64_t n,
+                                       const float *x, int64_t ldx, float *y, int64_t ldy) {
+    qmm_cpu_state *st = ctx->backend;
+    const qmm_cpu_weights *cw = w->backend;
+    const qmm_x86_weights *xw = cw->x86;
+    if (xw == NULL || xw->int8.q == NULL)
+        return qmm_error(QMM_ERR_INTERNAL, "int8_amx: weights were not packed to int8 tiles");
+    qmm_status s = qmm_cpu_scratch_grow(&st->shared, qmm_x86_gemm_int8_amx_scratch(&xw->int8, n));
+    if (s != QMM_OK) return s;
+    qmm_x86_gemm_int8_amx(&xw->int8, n, x, ldx, y, ldy, st->shared.ptr, st->n_threads);
     return QMM_OK;
 }
 

@@ -14,11 +14,14 @@
 /* The x86 forms of one CPU weights object (qmm_cpu_weights.x86). */
 typedef struct qmm_x86_weights {
     qmm_x86_bf16_tiles bf16; /* AMX B-tiles; data == NULL when not packed */
+    qmm_x86_int8_tiles int8; /* AMX-INT8 B-tiles (q4_0, q8_0, q4_K); q == NULL when not packed */
 } qmm_x86_weights;
 
 /*
  * Called by weights_init after the packed GGUF rows are in place: at ISA level amx, packs
  * the weights into bf16 AMX tiles (m_pad * k_pad * 2 bytes more) for the fused strategy.
+ * For q4_0, q8_0 and q4_K it also packs int8 AMX tiles with per-block float scales for the
+ * int8 strategy (m_pad * k * (1 + 4/32 (+4/32 for q4_K)) bytes more).
  * Leaves cw->x86 NULL when nothing is needed. Errors: QMM_ERR_OUT_OF_MEMORY.
  */
 qmm_status qmm_cpu_x86_weights_init(const qmm_context *ctx, qmm_weights *w);
@@ -29,6 +32,11 @@ void qmm_cpu_x86_weights_release(qmm_weights *w);
 bool qmm_cpu_x86_fused_amx_supports(const qmm_context *ctx, qmm_type type, const char **why);
 qmm_status qmm_cpu_x86_matmul_fused_amx(qmm_context *ctx, const qmm_weights *w, int64_t n,
                                         const float *x, int64_t ldx, float *y, int64_t ldy);
+
+/* int8 on AMX-INT8: q4_0, q8_0, q4_K (X quantized per call to int8 per 32-block). */
+bool qmm_cpu_x86_int8_amx_supports(const qmm_context *ctx, qmm_type type, const char **why);
+qmm_status qmm_cpu_x86_matmul_int8_amx(qmm_context *ctx, const qmm_weights *w, int64_t n,
+                                       const float *x, int64_t ldx, float *y, int64_t ldy);
 
 /* gemv on AVX-512: the legacy and K-quant types (f32/f16/bf16 fall through to gemv_portable). */
 bool qmm_cpu_x86_gemv_avx512_supports(const qmm_context *ctx, qmm_type type, const char **why);

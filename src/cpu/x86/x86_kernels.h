@@ -65,6 +65,58 @@ void qmm_x86_gemm_bf16_amx(const qmm_x86_bf16_tiles *w, int64_t n, const float *
                            int64_t ldx, float *y, int64_t ldy, void *scratch, int n_threads);
 
 /* ---------------------------------------------------------------------------------------
+ * int8 tile-packed weights (q4_0, q8_0, q4_K): the operand of the AMX-INT8 GEMM.
+ *
+ * W (m x k, k a multiple of 32) keeps its integer quants exactly as int8 (q4_0: q - 8 in
+ * -8..7, q8_0: -128..127, q4_K: 0..15); m is padded to m_pad (multiple of 16) with zero rows.
+ * Tile (g, c) holds W rows 16g..16g+15, elements 32c..32c+31 in the AMX B-operand form for
+ * TDPBSSD with K = 32: tile row r (0..7), column j (0..15) holds the 4 bytes
+ * W[16g+j][32c+4r .. 32c+4r+3], so a tile is 8 rows of 64 bytes, at
+ *     q + (g * (k / 32) + c) * 512.
+ * d[(g * (k/32) + c) * 16 + j] is the float scale of that row and block (q4_0/q8_0: d; q4_K:
+ * d * sc); mn (q4_K only, else NULL) in the same layout holds minus the float the
+ * dequantizer subtracts (-(dmin * mn)): w = d * q + mn, bit-identical to to_float.
+ * Memory: m_pad * k * (1 + 4/32 (+ 4/32 for q4_K)) bytes.
+ * ------------------------------------------------------------------------------------- */
+
+typedef struct qmm_x86_int8_tiles {
+    int8_t *q;        /* 64-byte aligned, m_pad * k bytes */
+    float *d;         /* m_pad * k / 32 scales */
+    float *mn;        /* m_pad * k / 32 mins (q4_K) or NULL */
+    int64_t m, k, m_pad;
+} qmm_x86_int8_tiles;
+
+/* True if qmm_x86_int8_tiles_pack handles `type` (q4_0, q8_0, q4_K). */
+bool qmm_x86_int8_tiles_has_type(qmm_type type);
+
+/*
+ * Pack m rows of `type` (row i at rows + i*row_stride, GGUF blocks) into `out` (allocates
+ * it) on up to n_threads OpenMP threads. Portable C, run once at weights creation.
+ * Errors: QMM_ERR_OUT_OF_MEMORY; QMM_ERR_INTERNAL for a type not handled or k % 32 != 0.
+ */
+qmm_status qmm_x86_int8_tiles_pack(qmm_type type, int64_t m, int64_t k, const void *rows,
+                                   size_t row_stride, int n_threads, qmm_x86_int8_tiles *out);
+
+/* Free the arrays of `t` (NULL-safe) and clear the struct. */
+void qmm_x86_int8_tiles_free(qmm_x86_int8_tiles *t);
+
+/* Scratch bytes qmm_x86_gemm_int8_amx needs for n rows of X (int8 X, scales, block sums). */
+size_t qmm_x86_gemm_int8_amx_scratch(const qmm_x86_int8_tiles *w, int64_t n);
+
+/*
+ * Y[n][m] = X[n][k] * W^T with AMX TDPBSSD: each X row is quantized per call, per 32-element
+ * block, to int8 with a float scale dx = max|x| / 127 (q = round-to-nearest-even(x / dx));
+ * per block c the exact int32 dot of the int8 quants is converted to float and added as
+ *     acc = fma((float)isum, dx * d_w, acc)   then, for q4_K, acc = fma(dx * sum(q), mn_w, acc)
+ * into one f32 accumulator per output, c in increasing order (depends only on k: batch
+ * invariant). `scratch`: >= qmm_x86_gemm_int8_amx_scratch bytes, 64-byte aligned. Runs on
+ * up to n_threads OpenMP threads. Writes exactly y[j*ldy + i], j < n, i < m. Error bound in
+ * docs/KERNELS.md. Requires QMM_CPU_ISA_AMX.
+ */
+void qmm_x86_gemm_int8_amx(const qmm_x86_int8_tiles *w, int64_t n, const float *x,
+                           int64_t ldx, float *y, int64_t ldy, void *scratch, int n_threads);
+
+/* ---------------------------------------------------------------------------------------
  * AVX-512 GEMV on native blocks (gemv_avx512.c)
  * ------------------------------------------------------------------------------------- */
 

@@ -1,0 +1,237 @@
+/*
+ * test_int8.c — the int8 strategy (AMX-INT8, docs/KERNELS.md "x86: int8_amx") against
+ * qmm_matmul_ref within the int8 bound (nmse <= 5e-4, max_rel_err <= 2e-2): every supported
+ * type (q4_0, q8_0, q4_K) x shapes with m and k tails x n in {1, 2, 16, 17, 64, 65}, with NaN
+ * after k in every X row and poisoned Y padding that must stay untouched; batch invariance
+ * (row 0 has the same bits for every n); CASES.md A (activations of one sign, |x| 2000 to
+ * 60000: the q4_K min term uses the block sums) and C (q8_0 quants of -128, mixed with 127);
+ * types outside the set are refused with QMM_ERR_UNSUPPORTED. Skipped (77) without AMX.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "cpu/cpu_features.h"
+#include "formats/blocks.h"
+#include "formats/fp16.h"
+#include "qmm.h"
+
+#define MAX_NMSE 5e-4
+#define MAX_REL 2e-2
+static const float POISON = -12345.0f;
+static const int64_t ns[] = {1, 2, 16, 17, 64, 65};
+#define N_NS (sizeof ns / sizeof ns[0])
+#define NMAX 65
+
+static uint32_t lcg(uint32_t *s) {
+    *s = *s * 1664525u + 1013904223u;
+    return *s >> 8;
+}
+
+/* Uniform in [lo, hi). */
+static void fill(float *v, int64_t count, uint32_t seed, float lo, float hi) {
+    uint32_t s = seed * 2654435761u + 1u;
+    for (int64_t i = 0; i < count; i++)
+        v[i] = lo + (hi - lo) * (float)(lcg(&s) * (1.0 / 16777216.0));
+}
+
+static qmm_context *int8_ctx(void) {
+    qmm_context *ctx = NULL;
+    qmm_context_params p = qmm_context_default_params();
+    p.n_threads = 2;
+    assert_int_equal(qmm_context_create(&p, &ctx), QMM_OK);
+    assert_int_equal(qmm_context_set_strategy(ctx, QMM_STRATEGY_INT8), QMM_OK);
+    return ctx;
+}
+
+static int setup(void **state) {
+    (void)state;
+    return qmm_cpu_isa_supported(QMM_CPU_ISA_AMX) ? 0 : -1;
+}
+
+/*
+ * Run int8 on quantized rows wq (m x k of `type`) for X (NMAX rows, stride k + 3, NaN after
+ * k) and every n of ns; check against the reference, the Y padding and row 0's bits.
+ * Returns the number of failures (printed).
+ */
+static int check_case(qmm_context *ctx, const char *what, qmm_type type, int64_t m, int64_t k,
+                      const unsigned char *wq, size_t rb, const float *x) {
+    const int64_t ldx = k + 3, ldy = m + 2;
+    float *ref = malloc(sizeof(float) * NMAX * m);
+    float *y = malloc(sizeof(float) * NMAX * ldy);
+    float row0[1024];
+    assert_true(m <= 1024);
+    assert_int_equal(qmm_matmul_ref(type, m, k, wq, rb, NMAX, x, ldx, ref, m), QMM_OK);
+    qmm_weights *w;
+    assert_int_equal(qmm_weights_create(ctx, type, m, k, wq, rb, &w), QMM_OK);
+    int failures = 0;
+    for (size_t ni = 0; ni < N_NS; ni++) {
+        const int64_t n = ns[ni];
+        for (int64_t i = 0; i < NMAX * ldy; i++) y[i] = POISON;
+        assert_int_equal(qmm_matmul(ctx, w, n, x, ldx, y, ldy), QMM_OK);
+        qmm_diff d;
+        assert_int_equal(qmm_compare(n, m, y, ldy, ref, m, &d), QMM_OK);
+        bool guards_ok = true;
+        for (int64_t j = 0; j < NMAX; j++)
+            for (int64_t i = (j < n ? m : 0); i < ldy; i++)
+                if (y[j * ldy + i] != POISON) guards_ok = false;
+        if (ni == 0) memcpy(row0, y, sizeof(float) * (size_t)m);
+        const bool invariant = memcmp(row0, y, sizeof(float) * (size_t)m) == 0;
+        if (!qmm_diff_ok(&d, MAX_NMSE, MAX_REL) || !guards_ok || !invariant) {
+            print_error("%s %s m=%lld k=%lld n=%lld: nmse %.3g max_rel %.3g nonfinite %lld "
+                        "guards %s row0 %s\n", what, qmm_type_name(type), (long long)m,
+                        (long long)k, (long long)n, d.nmse, d.max_rel_err,
+                        (long long)d.n_nonfinite, guards_ok ? "ok" : "WRITTEN",
+                        invariant ? "same" : "DIFFERS");
+            failures++;
+        }
+    }
+    qmm_weights_free(w);
+    free(ref);
+    free(y);
+    return failures;
+}
+
+/* X of NMAX rows of k (stride k + 3): uniform [lo, hi) then NaN after k. */
+static float *make_x(int64_t k, uint32_t seed, float lo, float hi) {
+    const int64_t ldx = k + 3;
+    float *x = malloc(sizeof(float) * NMAX * ldx);
+    fill(x, NMAX * ldx, seed, lo, hi);
+    for (int64_t j = 0; j < NMAX; j++)
+        for (int64_t p = k; p < ldx; p++) x[j * ldx + p] = NAN;
+    return x;
+}
+
+/* Random weights through the reference quantizer, then check_case. */
+static int check_random(qmm_context *ctx, const char *what, qmm_type type, int64_t m, int64_t k,
+                        float xlo, float xhi, uint32_t seed) {
+    size_t rb;
+    assert_int_equal(qmm_row_bytes(type, k, &rb), QMM_OK);
+    float *wf = malloc(sizeof(float) * m * k);
+    unsigned char *wq = malloc(rb * m);
+    fill(wf, m * k, seed, -1.0f, 1.0f);
+    assert_int_equal(qmm_quantize_rows(type, wf, wq, m, k), QMM_OK);
+    float *x = make_x(k, seed + 1000, xlo, xhi);
+    int f = check_case(ctx, what, type, m, k, wq, rb, x);
+    free(wf);
+    free(wq);
+    free(x);
+    return f;
+}
+
+static const qmm_type int8_types[] = {QMM_TYPE_Q4_0, QMM_TYPE_Q8_0, QMM_TYPE_Q4_K};
+
+static void test_shapes(void **state) {
+    (void)state;
+    qmm_context *ctx = int8_ctx();
+    /* m: under one tile, a tile and a tail, two tiles and a tail; k: odd and even numbers of
+     * 32-blocks, a multiple of 512 (padded X stride), several q4_K super-blocks. */
+    const int64_t ms[] = {5, 17, 33, 48};
+    const int64_t ks_32[] = {32, 96, 512, 1056};
+    const int64_t ks_256[] = {256, 768, 1024};
+    int failures = 0;
+    for (size_t ti = 0; ti < 3; ti++) {
+        const qmm_type type = int8_types[ti];
+        const bool k_quant = type == QMM_TYPE_Q4_K;
+        const int64_t *ks = k_quant ? ks_256 : ks_32;
+        const size_t nk = k_quant ? 3 : 4;
+        for (size_t mi = 0; mi < 4; mi++)
+            for (size_t ki = 0; ki < nk; ki++)
+                failures += check_random(ctx, "uniform", type, ms[mi], ks[ki], -1.0f, 1.0f,
+                                         (uint32_t)(ti * 100 + mi * 10 + ki));
+    }
+    qmm_context_free(ctx);
+    assert_int_equal(failures, 0);
+}
+
+/* CASES A: a 32-block of activations large and of one sign (either sign). */
+static void test_large_one_sign(void **state) {
+    (void)state;
+    qmm_context *ctx = int8_ctx();
+    int failures = 0;
+    for (size_t ti = 0; ti < 3; ti++) {
+        const int64_t k = int8_types[ti] == QMM_TYPE_Q4_K ? 512 : 256;
+        failures += check_random(ctx, "A positive", int8_types[ti], 33, k, 2000.0f, 60000.0f,
+                                 (uint32_t)(7 + ti));
+        failures += check_random(ctx, "A negative", int8_types[ti], 33, k, -60000.0f, -2000.0f,
+                                 (uint32_t)(17 + ti));
+    }
+    qmm_context_free(ctx);
+    assert_int_equal(failures, 0);
+}
+
+/* CASES C: q8_0 quants of -128 (legal bytes the reference quantizer never makes), whole
+ * blocks of -128, and -128 next to 127, with positive and negative d. */
+static void test_q8_0_minus_128(void **state) {
+    (void)state;
+    qmm_context *ctx = int8_ctx();
+    const int64_t m = 17, k = 256, nb = k / 32;
+    const size_t rb = (size_t)nb * sizeof(block_q8_0);
+    unsigned char *wq = malloc(rb * m);
+    uint32_t s = 99;
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t b = 0; b < nb; b++) {
+            block_q8_0 blk;
+            blk.d = qmm_fp32_to_fp16((b % 2 ? -1.0f : 1.0f) * (0.001f + 0.01f * (float)(i % 5)));
+            for (int l = 0; l < 32; l++) {
+                const uint32_t r = lcg(&s) % 4;
+                blk.qs[l] = (int8_t)((i + b) % 3 == 0 ? -128 : r == 0 ? -128 : r == 1 ? 127
+                                                              : (int)(lcg(&s) % 256) - 128);
+            }
+            memcpy(wq + (size_t)i * rb + (size_t)b * sizeof blk, &blk, sizeof blk);
+        }
+    int failures = 0;
+    float *x = make_x(k, 5, -1.0f, 1.0f);
+    failures += check_case(ctx, "C mixed x", QMM_TYPE_Q8_0, m, k, wq, rb, x);
+    free(x);
+    x = make_x(k, 6, 2000.0f, 60000.0f); /* every product -128 * 127 in a block */
+    failures += check_case(ctx, "C large x", QMM_TYPE_Q8_0, m, k, wq, rb, x);
+    free(x);
+    free(wq);
+    qmm_context_free(ctx);
+    assert_int_equal(failures, 0);
+}
+
+/* A type outside q4_0/q8_0/q4_K: int8 is refused with QMM_ERR_UNSUPPORTED, Y untouched. */
+static void test_unsupported_type(void **state) {
+    (void)state;
+    qmm_context *ctx = int8_ctx();
+    const int64_t m = 16, k = 256;
+    size_t rb;
+    assert_int_equal(qmm_row_bytes(QMM_TYPE_Q6_K, k, &rb), QMM_OK);
+    float *wf = malloc(sizeof(float) * m * k);
+    unsigned char *wq = malloc(rb * m);
+    fill(wf, m * k, 3, -1.0f, 1.0f);
+    assert_int_equal(qmm_quantize_rows(QMM_TYPE_Q6_K, wf, wq, m, k), QMM_OK);
+    qmm_weights *w;
+    assert_int_equal(qmm_weights_create(ctx, QMM_TYPE_Q6_K, m, k, wq, rb, &w), QMM_OK);
+    float x[256], y[16];
+    fill(x, k, 4, -1.0f, 1.0f);
+    for (int i = 0; i < 16; i++) y[i] = POISON;
+    assert_int_equal(qmm_matmul(ctx, w, 1, x, k, y, m), QMM_ERR_UNSUPPORTED);
+    for (int i = 0; i < 16; i++) assert_true(y[i] == POISON);
+    qmm_weights_free(w);
+    free(wf);
+    free(wq);
+    qmm_context_free(ctx);
+}
+
+int main(void) {
+    if (!qmm_cpu_isa_supported(QMM_CPU_ISA_AMX)) {
+        print_message("[  SKIPPED ] int8 strategy: no AMX-INT8 on this machine\n");
+        return 77;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_shapes),
+        cmocka_unit_test(test_large_one_sign),
+        cmocka_unit_test(test_q8_0_minus_128),
+        cmocka_unit_test(test_unsupported_type),
+    };
+    return cmocka_run_group_tests(tests, setup, NULL);
+}
