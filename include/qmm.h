@@ -343,6 +343,40 @@ QMM_API qmm_status qmm_context_synchronize(qmm_context *ctx);
 QMM_API qmm_status qmm_timer_begin(qmm_context *ctx);
 QMM_API qmm_status qmm_timer_end(qmm_context *ctx, double *ms);
 
+/* ---------------------------------------------------------------------------------------
+ * Which kernel runs, and how close to the reference it is documented to be
+ * ------------------------------------------------------------------------------------- */
+
+/** Numerical class of a kernel: what its inputs are rounded to before the products. */
+typedef enum qmm_precision {
+    QMM_PRECISION_F32 = 0,  /**< exact W, f32 X, f32/f64 sums: nmse <= 1e-10, max_rel <= 1e-5 */
+    QMM_PRECISION_HALF = 1, /**< W and X rounded to bf16/f16, f32 sums: 1e-5, 1e-2 */
+    QMM_PRECISION_INT8 = 2, /**< X quantized per block to int8, integer dots: 5e-4, 2e-2 */
+    QMM_PRECISION_FP8 = 3   /**< W and X in E4M3 with per-row scales: 5e-3, 1e-1 */
+} qmm_precision;
+
+/** The path qmm_matmul takes for given weights and n (see qmm_matmul_path). */
+typedef struct qmm_path {
+    qmm_strategy strategy;  /**< the resolved strategy (never AUTO) */
+    const char *kernel;     /**< implementation name, e.g. "fused_amx_bf16", "cublas_sgemm" */
+    qmm_precision precision;/**< numerical class of the kernel */
+    double max_nmse;        /**< documented limit of qmm_diff.nmse vs qmm_matmul_ref */
+    double max_rel_err;     /**< documented limit of qmm_diff.max_rel_err vs qmm_matmul_ref */
+} qmm_path;
+
+/**
+ * Describe the path qmm_matmul would take for these weights and n on this context: the
+ * strategy after AUTO, the kernel's name, its precision class and the error limits that the
+ * tests and `qmm bench` hold it to (docs/KERNELS.md, docs/CUDA.md justify each). The limits
+ * are for realistic data (many outputs, no catastrophic cancellation).
+ * Errors: as qmm_matmul_strategy.
+ */
+QMM_API qmm_status qmm_matmul_path(const qmm_context *ctx, const qmm_weights *w, int64_t n,
+                                   qmm_path *out);
+
+/** The error limits of a precision class (the values listed in qmm_precision). */
+QMM_API void qmm_precision_limits(qmm_precision precision, double *max_nmse, double *max_rel_err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -263,3 +263,32 @@ qmm_status qmm_timer_end(qmm_context *ctx, double *ms) {
     if (ctx == NULL || ms == NULL) return qmm_error(QMM_ERR_INVALID_ARGUMENT, "qmm_timer_end: NULL argument");
     return ctx->ops->timer_end(ctx, ms);
 }
+
+void qmm_precision_limits(qmm_precision precision, double *max_nmse, double *max_rel_err) {
+    double nmse, rel;
+    switch (precision) {
+    case QMM_PRECISION_HALF: nmse = 1e-5; rel = 1e-2; break;
+    case QMM_PRECISION_INT8: nmse = 5e-4; rel = 2e-2; break;
+    case QMM_PRECISION_FP8: nmse = 5e-3; rel = 1e-1; break;
+    case QMM_PRECISION_F32:
+    default: nmse = 1e-10; rel = 1e-5; break;
+    }
+    if (max_nmse) *max_nmse = nmse;
+    if (max_rel_err) *max_rel_err = rel;
+}
+
+qmm_status qmm_matmul_path(const qmm_context *ctx, const qmm_weights *w, int64_t n, qmm_path *out) {
+    qmm_strategy s;
+    qmm_status st = qmm_matmul_strategy(ctx, w, n, &s);
+    if (st != QMM_OK) return st;
+    if (out == NULL) return qmm_error(QMM_ERR_INVALID_ARGUMENT, "qmm_matmul_path: out is NULL");
+    qmm_path p;
+    p.strategy = s;
+    p.kernel = qmm_strategy_name(s);
+    p.precision = QMM_PRECISION_F32;
+    st = ctx->ops->describe(ctx, w, n, s, &p.kernel, &p.precision);
+    if (st != QMM_OK) return st;
+    qmm_precision_limits(p.precision, &p.max_nmse, &p.max_rel_err);
+    *out = p;
+    return QMM_OK;
+}

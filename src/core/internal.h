@@ -69,6 +69,9 @@ struct qmm_backend_ops {
     /* The strategy that would run (AUTO resolved); QMM_ERR_UNSUPPORTED if `requested` cannot. */
     qmm_status (*resolve)(const qmm_context *ctx, const qmm_weights *w, int64_t n,
                           qmm_strategy requested, qmm_strategy *out);
+    /* Name and precision class of the kernel a resolved strategy runs for these weights. */
+    qmm_status (*describe)(const qmm_context *ctx, const qmm_weights *w, int64_t n,
+                           qmm_strategy resolved, const char **kernel, qmm_precision *precision);
     qmm_status (*matmul)(qmm_context *ctx, const qmm_weights *w, qmm_strategy strategy,
                          int64_t n, const float *x, int64_t ldx, float *y, int64_t ldy);
     /* Memory in the backend's space and ordering/timing on its stream. */

@@ -142,6 +142,7 @@ typedef struct qmm_cpu_impl {
      * cannot, it may set *why to a static phrase for the error sentence. */
     bool (*supports)(const qmm_context *ctx, qmm_type type, const char **why);
     qmm_cpu_matmul_fn run;
+    qmm_precision precision;    /* numerical class (qmm.h); 0 = QMM_PRECISION_F32 */
 } qmm_cpu_impl;
 
 qmm_status qmm_cpu_matmul_ref(qmm_context *ctx, const qmm_weights *w, int64_t n,

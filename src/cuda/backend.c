@@ -384,6 +384,24 @@ static qmm_status cuda_timer_end(qmm_context *ctx, double *ms) {
     return QMM_OK;
 }
 
+/* Kernel names and precision classes of the CUDA strategies (docs/CUDA.md). */
+static qmm_status cuda_describe(const qmm_context *ctx, const qmm_weights *w, int64_t n,
+                                qmm_strategy resolved, const char **kernel,
+                                qmm_precision *precision) {
+    (void)ctx, (void)w, (void)n;
+    switch (resolved) {
+    case QMM_STRATEGY_GEMV: *kernel = "gemv_cuda"; *precision = QMM_PRECISION_F32; break;
+    case QMM_STRATEGY_DEQUANT_SGEMM: *kernel = "dequant_cublas_sgemm"; *precision = QMM_PRECISION_F32; break;
+    case QMM_STRATEGY_CACHED_F16: *kernel = "cached_f16_cublas"; *precision = QMM_PRECISION_HALF; break;
+    case QMM_STRATEGY_FUSED: *kernel = "fused_wmma_f16"; *precision = QMM_PRECISION_HALF; break;
+    case QMM_STRATEGY_FP8: *kernel = "fp8_cublaslt"; *precision = QMM_PRECISION_FP8; break;
+    case QMM_STRATEGY_INT8: *kernel = "int8_cuda"; *precision = QMM_PRECISION_INT8; break;
+    default:
+        return qmm_error(QMM_ERR_INTERNAL, "CUDA describe: strategy %d is not resolved", (int)resolved);
+    }
+    return QMM_OK;
+}
+
 static const qmm_backend_ops cuda_ops = {
     .name = "cuda",
     .context_init = cuda_context_init,
@@ -391,6 +409,7 @@ static const qmm_backend_ops cuda_ops = {
     .weights_init = cuda_weights_init,
     .weights_release = cuda_weights_release,
     .resolve = cuda_resolve,
+    .describe = cuda_describe,
     .matmul = cuda_matmul,
     .buffer_alloc = cuda_buffer_alloc,
     .buffer_free = cuda_buffer_free,
