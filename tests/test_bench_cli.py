@@ -20,7 +20,7 @@ QMM_BIN = os.environ.get("QMM_BIN")
 TINY = ["--types", "q4_0,q4_K", "--shape", "64x256,32x512", "--n", "3", "--iters", "1",
         "--warmup", "0"]
 
-ROW_FIELDS = ["type", "label", "m", "k", "n", "count", "strategy", "ms", "gflops", "gbps",
+ROW_FIELDS = ["type", "label", "m", "k", "n", "count", "strategy", "kernel", "ms", "gflops", "gbps",
               "verified", "nmse", "max_rel_err", "x_sum", "w_sum", "y_sum", "copies", "status"]
 HEADER_FIELDS = ["qmm_version", "date", "cpu", "features", "backend", "threads", "device",
                  "command_line", "mem_read_gbps", "iters", "warmup", "fill", "seed", "source"]
@@ -136,7 +136,7 @@ class Runs(unittest.TestCase):
         p = bench(*TINY, "--csv", "--fill", "bytes", "--strategy", "ref,auto")
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
         lines = p.stdout.splitlines()
-        self.assertTrue(lines[0].startswith("type,label,m,k,n,count,strategy,status,ms,gflops,"
+        self.assertTrue(lines[0].startswith("type,label,m,k,n,count,strategy,kernel,status,ms,gflops,"
                                             "gbps,verified,nmse,max_rel_err"), lines[0])
         rows = list(csv.DictReader(io.StringIO(p.stdout)))
         self.assertEqual(len(rows), 8)  # 2 types x 2 shapes x 2 strategies

@@ -117,7 +117,7 @@ static void csv_field(FILE *f, const char *s) {
 static void print_csv(report *r, const bench_row *row) {
     FILE *f = r->out;
     if (!r->printed_columns) {
-        fputs("type,label,m,k,n,count,strategy,status,ms,gflops,gbps,verified,nmse,max_rel_err,"
+        fputs("type,label,m,k,n,count,strategy,kernel,status,ms,gflops,gbps,verified,nmse,max_rel_err,"
               "n_nonfinite,x_sum,w_sum,y_sum,copies,note\n", f);
         r->printed_columns = true;
     }
@@ -127,6 +127,8 @@ static void print_csv(report *r, const bench_row *row) {
     fprintf(f, ",%lld,%lld,%lld,%lld,", (long long)row->m, (long long)row->k, (long long)row->n,
             (long long)row->count);
     csv_field(f, row->strategy);
+    fputc(',', f);
+    csv_field(f, row->kernel);
     fprintf(f, ",%s,", status_word(row->status));
     if (has_speed(row)) fprintf(f, "%.6g,%.6g,%.6g,", row->ms, row->gflops, row->gbps);
     else fputs(",,,", f);
@@ -145,8 +147,8 @@ static void print_csv(report *r, const bench_row *row) {
 static void print_table(report *r, const bench_row *row) {
     FILE *f = r->out;
     if (!r->printed_columns) {
-        fprintf(f, "%-6s %-26s %6s %6s %5s %5s %-13s %10s %9s %8s %-5s %9s %9s %13s %13s %13s\n",
-                "type", "label", "m", "k", "n", "count", "strategy", "ms", "GFLOP/s", "GB/s",
+        fprintf(f, "%-6s %-26s %6s %6s %5s %5s %-22s %10s %9s %8s %-5s %9s %9s %13s %13s %13s\n",
+                "type", "label", "m", "k", "n", "count", "kernel", "ms", "GFLOP/s", "GB/s",
                 "check", "nmse", "max_rel", "x_sum", "w_sum", "y_sum");
         r->printed_columns = true;
     }
@@ -155,8 +157,8 @@ static void print_table(report *r, const bench_row *row) {
         snprintf(m, sizeof m, "%lld", (long long)row->m);
         snprintf(k, sizeof k, "%lld", (long long)row->k);
     }
-    fprintf(f, "%-6s %-26s %6s %6s %5lld %5lld %-13s ", row->type, row->label, m, k,
-            (long long)row->n, (long long)row->count, row->strategy);
+    fprintf(f, "%-6s %-26s %6s %6s %5lld %5lld %-22s ", row->type, row->label, m, k,
+            (long long)row->n, (long long)row->count, row->kernel[0] ? row->kernel : row->strategy);
     if (has_speed(row)) fprintf(f, "%10.3f %9.1f %8.1f ", row->ms, row->gflops, row->gbps);
     else fprintf(f, "%10s %9s %8s ", "-", "-", "-");
     fprintf(f, "%-5s ", status_word(row->status));
@@ -181,6 +183,7 @@ void report_row(report *r, const bench_row *row) {
     cJSON_AddNumberToObject(j, "n", (double)row->n);
     cJSON_AddNumberToObject(j, "count", (double)row->count);
     cJSON_AddStringToObject(j, "strategy", row->strategy);
+    if (!row->is_total) cJSON_AddStringToObject(j, "kernel", row->kernel);
     cJSON_AddStringToObject(j, "status", status_word(row->status));
     cJSON_AddBoolToObject(j, "total", row->is_total);
     if (has_speed(row)) {

@@ -28,6 +28,7 @@ typedef struct bench_row {
     int64_t m, k, n;
     int64_t count;        /* matrices this row stands for (1 for a plain shape) */
     char strategy[24];    /* the resolved strategy */
+    char kernel[40];      /* the implementation that ran (qmm_path.kernel) */
     row_status status;
     bool is_total;        /* a sum over the rows above (whole-model / model) */
     double ms;            /* median ms of one call (for totals: sum of count * ms) */

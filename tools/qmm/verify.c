@@ -6,28 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The one table of limits. Strategies that keep f32 activations are held tight; those that
- * quantize X to int8 or round W/X to f16/fp8 get the provisional limits of docs/BENCH.md. */
-static const struct {
-    qmm_strategy strategy;
-    verify_limits limits;
-} limit_table[] = {
-    {QMM_STRATEGY_REF, {1e-10, 1e-5}},
-    {QMM_STRATEGY_GEMV, {1e-10, 1e-5}},
-    {QMM_STRATEGY_FUSED, {1e-10, 1e-5}},
-    {QMM_STRATEGY_DEQUANT_SGEMM, {1e-10, 1e-5}},
-    {QMM_STRATEGY_INT8, {5e-4, 2e-2}},
-    {QMM_STRATEGY_CACHED_F16, {1e-3, 5e-2}},
-    {QMM_STRATEGY_FP8, {1e-3, 5e-2}},
-};
-
-verify_limits verify_limits_for(qmm_strategy strategy) {
-    for (size_t i = 0; i < sizeof limit_table / sizeof limit_table[0]; i++)
-        if (limit_table[i].strategy == strategy) return limit_table[i].limits;
-    verify_limits none = {0.0, 0.0}; /* an unknown strategy passes only an exact result */
-    return none;
-}
-
 qmm_status verify_reference(qmm_type type, int64_t m, int64_t k, const void *w,
                             size_t row_bytes, int64_t n, const float *x, float *y, int threads,
                             char *err, size_t err_len) {

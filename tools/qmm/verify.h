@@ -1,8 +1,7 @@
 /*
  * verify.h — checking a benchmark output against the reference, and input checksums.
  *
- * The limits per strategy live in one table (verify.c); they are provisional until each
- * path's bound is measured and written in docs/KERNELS.md (see docs/BENCH.md).
+ * The limits come from the library (qmm_matmul_path): each kernel's precision class.
  */
 #ifndef QMM_TOOL_VERIFY_H
 #define QMM_TOOL_VERIFY_H
@@ -12,14 +11,11 @@
 
 #include "qmm.h"
 
-/* Largest normalized MSE and max relative error a strategy's output may have. */
+/* Largest normalized MSE and max relative error an output may have (from qmm_matmul_path). */
 typedef struct verify_limits {
     double max_nmse;
     double max_rel;
 } verify_limits;
-
-/* The limits of a resolved strategy (never AUTO). */
-verify_limits verify_limits_for(qmm_strategy strategy);
 
 /*
  * The reference Y[n][m] (ldy = m) for host weights w (m rows, row_bytes apart) and host x
