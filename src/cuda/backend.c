@@ -51,6 +51,7 @@ static void release_state(qmm_cuda_context *c) {
     cudaSetDevice(c->device);
     if (c->stream) cudaStreamSynchronize(c->stream);
     if (c->cublas) cublasDestroy(c->cublas);
+    if (c->lt) cublasLtDestroy(c->lt);
     cudaFree(c->cublas_workspace);
     cudaFree(c->workspace);
     cudaFree(c->flag);
@@ -74,6 +75,11 @@ static qmm_status init_state(qmm_context *ctx, qmm_cuda_context *c) {
     CU(cudaMalloc(&c->cublas_workspace, QMM_CUDA_CUBLAS_WORKSPACE), "cudaMalloc(cuBLAS workspace)");
     CB(cublasSetWorkspace(c->cublas, c->cublas_workspace, QMM_CUDA_CUBLAS_WORKSPACE), "cublasSetWorkspace");
     CB(cublasSetMathMode(c->cublas, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
+    CB(cublasLtCreate(&c->lt), "cublasLtCreate");
+    int major = 0, minor = 0;
+    CU(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, c->device), "cudaDeviceGetAttribute");
+    CU(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, c->device), "cudaDeviceGetAttribute");
+    c->cc = 10 * major + minor;
     CU(cudaMalloc((void **)&c->flag, sizeof(int)), "cudaMalloc(flag)");
     CU(cudaEventCreate(&c->timer_start), "cudaEventCreate");
     CU(cudaEventCreate(&c->timer_stop), "cudaEventCreate");
@@ -127,6 +133,8 @@ static void free_weights(qmm_cuda_weights *cw) {
     if (cw == NULL) return;
     cudaFree(cw->q);
     cudaFree(cw->w16);
+    cudaFree(cw->w8);
+    cudaFree(cw->w8_scale);
     free(cw);
 }
 
@@ -150,6 +158,36 @@ static qmm_status build_f16_cache(qmm_cuda_context *c, const qmm_weights *w, qmm
     return QMM_OK;
 }
 
+/* fp8 (sm_89+): the f32 W in the workspace (left there by build_f16_cache) quantized per row to
+ * E4M3, m_pad x k_pad with zero padding. Non-finite W: no fp8 copy (w8 = NULL). */
+static qmm_status build_fp8(qmm_cuda_context *c, const qmm_weights *w, qmm_cuda_weights *cw) {
+    if (c->cc < 89) return QMM_OK;
+    CU(cudaMalloc((void **)&cw->w8, (size_t)cw->m_pad * (size_t)cw->k_pad), "cudaMalloc(fp8 weights)");
+    CU(cudaMalloc((void **)&cw->w8_scale, (size_t)cw->m_pad * sizeof(float)), "cudaMalloc(fp8 scales)");
+    CU(cudaMemsetAsync(c->flag, 0, sizeof(int), c->stream), "cudaMemsetAsync");
+    CU(qmm_cuda_fp8_rows((const float *)c->workspace, w->m, cw->m_pad, w->k, w->k, cw->k_pad, cw->w8,
+                         cw->w8_scale, c->flag, c->stream), "fp8 weights kernel");
+    int flag = 0;
+    CU(cudaMemcpyAsync(&flag, c->flag, sizeof(int), cudaMemcpyDeviceToHost, c->stream), "cudaMemcpyAsync");
+    CU(cudaStreamSynchronize(c->stream), "cudaStreamSynchronize");
+    if (flag != 0) {
+        cudaFree(cw->w8);
+        cudaFree(cw->w8_scale);
+        cw->w8 = NULL;
+        cw->w8_scale = NULL;
+    }
+    return QMM_OK;
+}
+
+#define QMM_CUDA_ALIGN256(x) (((x) + 255u) & ~(size_t)255u)
+
+/* fp8 workspace of one weights: [product f32, m_pad x X_CHUNK | X in E4M3, X_CHUNK x k_pad |
+ * X scales, X_CHUNK floats]. */
+static size_t fp8_workspace_bytes(const qmm_cuda_weights *cw) {
+    return QMM_CUDA_ALIGN256((size_t)cw->m_pad * QMM_CUDA_X_CHUNK * sizeof(float)) +
+           QMM_CUDA_ALIGN256((size_t)QMM_CUDA_X_CHUNK * (size_t)cw->k_pad) + QMM_CUDA_X_CHUNK * sizeof(float);
+}
+
 static qmm_status weights_setup(qmm_cuda_context *c, qmm_weights *w, qmm_cuda_weights *cw,
                                 const void *data, size_t row_stride) {
     size_t total, wf32, xf16;
@@ -162,9 +200,15 @@ static qmm_status weights_setup(qmm_cuda_context *c, qmm_weights *w, qmm_cuda_we
     CU(cudaMalloc((void **)&cw->q, total), "cudaMalloc(weights)");
     CU(cudaMemcpy2DAsync(cw->q, w->row_bytes, data, row_stride, w->row_bytes, (size_t)w->m,
                          cudaMemcpyHostToDevice, c->stream), "cudaMemcpy2DAsync(weights)");
-    qmm_status st = grow_workspace(c, wf32 > xf16 ? wf32 : xf16);
+    cw->m_pad = (w->m + 15) / 16 * 16;
+    cw->k_pad = (w->k + 15) / 16 * 16;
+    size_t need = wf32 > xf16 ? wf32 : xf16;
+    if (c->cc >= 89 && fp8_workspace_bytes(cw) > need) need = fp8_workspace_bytes(cw);
+    qmm_status st = grow_workspace(c, need);
     if (st != QMM_OK) return st;
-    return build_f16_cache(c, w, cw); /* ends with a stream sync: `data` is no longer read */
+    st = build_f16_cache(c, w, cw); /* ends with a stream sync: `data` is no longer read */
+    if (st != QMM_OK) return st;
+    return build_fp8(c, w, cw);
 }
 
 static qmm_status cuda_weights_init(qmm_context *ctx, qmm_weights *w, const void *data, size_t row_stride) {
@@ -191,6 +235,8 @@ static void cuda_weights_release(qmm_weights *w) {
 /* ---------------------------------------------------------------------------------------
  * Strategy resolution
  * ------------------------------------------------------------------------------------- */
+
+static int ctx_cc(const qmm_context *ctx) { return cctx(ctx)->cc; }
 
 static qmm_status cuda_resolve(const qmm_context *ctx, const qmm_weights *w, int64_t n,
                                qmm_strategy requested, qmm_strategy *out) {
@@ -231,8 +277,22 @@ static qmm_status cuda_resolve(const qmm_context *ctx, const qmm_weights *w, int
         return QMM_OK;
     case QMM_STRATEGY_REF:
         return qmm_error(QMM_ERR_UNSUPPORTED, "strategy ref runs on the CPU backend only");
-    case QMM_STRATEGY_INT8:
     case QMM_STRATEGY_FP8:
+        if (ctx_cc(ctx) < 89)
+            return qmm_error(QMM_ERR_UNSUPPORTED, "strategy fp8 needs an sm_89 or newer GPU (E4M3 "
+                             "matmul); this device is sm_%d", ctx_cc(ctx));
+        if (invariant)
+            return qmm_error(QMM_ERR_UNSUPPORTED, "strategy fp8 is not batch-invariant (X scales "
+                             "per token, cuBLASLt picks its kernel by n); use gemv or fused");
+        if (cw->w8 == NULL)
+            return qmm_error(QMM_ERR_UNSUPPORTED, "strategy fp8: these %s weights hold non-finite "
+                             "values", tname);
+        if (cw->m_pad > INT_MAX || cw->k_pad > INT_MAX)
+            return qmm_error(QMM_ERR_UNSUPPORTED, "strategy fp8: m (%lld) or k (%lld) exceeds "
+                             "cuBLASLt's int range", (long long)w->m, (long long)w->k);
+        *out = requested;
+        return QMM_OK;
+    case QMM_STRATEGY_INT8:
         return qmm_error(QMM_ERR_UNSUPPORTED, "strategy %s is not implemented in the CUDA "
                          "backend yet", qmm_strategy_name(requested));
     default:
@@ -294,6 +354,73 @@ static qmm_status matmul_cached_f16(qmm_cuda_context *c, const qmm_weights *w, c
     return QMM_OK;
 }
 
+/* fp8: X rows -> E4M3 with per-token scales (padding rows zeroed), cuBLASLt E4M3 x E4M3 with
+ * f32 accumulation and f32 output into the workspace, then the epilogue applies both scales. */
+static qmm_status matmul_fp8(qmm_cuda_context *c, const qmm_weights *w, const qmm_cuda_weights *cw,
+                             int64_t n, const float *x, int64_t ldx, float *y, int64_t ldy) {
+    uint8_t *base = (uint8_t *)c->workspace;
+    float *prod = (float *)base;
+    uint8_t *x8 = base + QMM_CUDA_ALIGN256((size_t)cw->m_pad * QMM_CUDA_X_CHUNK * sizeof(float));
+    float *sx = (float *)(x8 + QMM_CUDA_ALIGN256((size_t)QMM_CUDA_X_CHUNK * (size_t)cw->k_pad));
+    const float one = 1.0f, zero = 0.0f;
+    const cublasOperation_t op_t = CUBLAS_OP_T, op_n = CUBLAS_OP_N;
+    const uint64_t ws = QMM_CUDA_CUBLAS_WORKSPACE;
+    qmm_status st = QMM_OK;
+    for (int64_t t0 = 0; t0 < n && st == QMM_OK; t0 += QMM_CUDA_X_CHUNK) {
+        const int64_t nc = n - t0 < QMM_CUDA_X_CHUNK ? n - t0 : QMM_CUDA_X_CHUNK;
+        const int64_t n_pad = (nc + 15) / 16 * 16;
+        CU(qmm_cuda_fp8_rows(x + t0 * ldx, nc, n_pad, w->k, ldx, cw->k_pad, x8, sx, NULL, c->stream),
+           "fp8 activations kernel");
+        cublasLtMatmulDesc_t desc = NULL;
+        cublasLtMatrixLayout_t la = NULL, lb = NULL, ld = NULL;
+        cublasLtMatmulPreference_t pref = NULL;
+        cublasLtMatmulHeuristicResult_t heur;
+        int found = 0;
+        /* Column-major view: D (m_pad x n_pad, ld m_pad) = A^T (A: k_pad x m_pad = W8) * B (k_pad x n_pad = X8). */
+        cublasStatus_t s = cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F);
+        if (s == CUBLAS_STATUS_SUCCESS)
+            s = cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_t, sizeof op_t);
+        if (s == CUBLAS_STATUS_SUCCESS)
+            s = cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_n, sizeof op_n);
+        if (s == CUBLAS_STATUS_SUCCESS)
+            s = cublasLtMatrixLayoutCreate(&la, CUDA_R_8F_E4M3, (uint64_t)cw->k_pad, (uint64_t)cw->m_pad, cw->k_pad);
+        if (s == CUBLAS_STATUS_SUCCESS)
+            s = cublasLtMatrixLayoutCreate(&lb, CUDA_R_8F_E4M3, (uint64_t)cw->k_pad, (uint64_t)n_pad, cw->k_pad);
+        if (s == CUBLAS_STATUS_SUCCESS)
+            s = cublasLtMatrixLayoutCreate(&ld, CUDA_R_32F, (uint64_t)cw->m_pad, (uint64_t)n_pad, cw->m_pad);
+        if (s == CUBLAS_STATUS_SUCCESS) s = cublasLtMatmulPreferenceCreate(&pref);
+        if (s == CUBLAS_STATUS_SUCCESS)
+            s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+        if (s == CUBLAS_STATUS_SUCCESS) {
+            /* Prefer algorithms without in-place (output-buffer) split-k reduction. */
+            const uint32_t mask = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE | CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE;
+            s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &mask, sizeof mask);
+        }
+        if (s == CUBLAS_STATUS_SUCCESS)
+            s = cublasLtMatmulAlgoGetHeuristic(c->lt, desc, la, lb, ld, ld, pref, 1, &heur, &found);
+        if (s == CUBLAS_STATUS_SUCCESS && found == 0) { /* none without it: allow every scheme */
+            const uint32_t all = CUBLASLT_REDUCTION_SCHEME_MASK;
+            s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &all, sizeof all);
+            if (s == CUBLAS_STATUS_SUCCESS)
+                s = cublasLtMatmulAlgoGetHeuristic(c->lt, desc, la, lb, ld, ld, pref, 1, &heur, &found);
+        }
+        if (s == CUBLAS_STATUS_SUCCESS && found == 0) s = CUBLAS_STATUS_NOT_SUPPORTED;
+        if (s == CUBLAS_STATUS_SUCCESS)
+            s = cublasLtMatmul(c->lt, desc, &one, cw->w8, la, x8, lb, &zero, prod, ld, prod, ld, &heur.algo,
+                               c->cublas_workspace, QMM_CUDA_CUBLAS_WORKSPACE, c->stream);
+        if (s != CUBLAS_STATUS_SUCCESS) st = cublas_fail(s, "cublasLtMatmul(E4M3 x E4M3, f32 out)");
+        if (pref) cublasLtMatmulPreferenceDestroy(pref);
+        if (ld) cublasLtMatrixLayoutDestroy(ld);
+        if (lb) cublasLtMatrixLayoutDestroy(lb);
+        if (la) cublasLtMatrixLayoutDestroy(la);
+        if (desc) cublasLtMatmulDescDestroy(desc);
+        if (st == QMM_OK)
+            CU(qmm_cuda_fp8_epilogue(prod, cw->m_pad, cw->w8_scale, sx, w->m, nc, y + t0 * ldy, ldy, c->stream),
+               "fp8 epilogue kernel");
+    }
+    return st;
+}
+
 static qmm_status cuda_matmul(qmm_context *ctx, const qmm_weights *w, qmm_strategy s, int64_t n,
                               const float *x, int64_t ldx, float *y, int64_t ldy) {
     qmm_cuda_context *c = cctx(ctx);
@@ -318,6 +445,8 @@ static qmm_status cuda_matmul(qmm_context *ctx, const qmm_weights *w, qmm_strate
         return matmul_sgemm(c, w, cw, n, x, ldx, y, ldy);
     case QMM_STRATEGY_CACHED_F16:
         return matmul_cached_f16(c, w, cw, n, x, ldx, y, ldy);
+    case QMM_STRATEGY_FP8:
+        return matmul_fp8(c, w, cw, n, x, ldx, y, ldy);
     default:
         return qmm_error(QMM_ERR_INTERNAL, "CUDA matmul: strategy %s reached the backend unresolved",
                          qmm_strategy_name(s));

@@ -40,6 +40,8 @@ typedef struct qmm_cuda_context {
     cudaStream_t stream;
     bool own_stream;
     cublasHandle_t cublas;
+    cublasLtHandle_t lt;    /* fp8 strategy */
+    int cc;                 /* compute capability, 10*major + minor */
     void *cublas_workspace;
     void *workspace;        /* see the top of this file */
     size_t workspace_bytes;
@@ -52,6 +54,9 @@ typedef struct qmm_cuda_weights {
     uint8_t *q;      /* packed rows, stride row_bytes */
     uint16_t *w16;   /* f16 copy (m*k), or NULL if W does not fit f16 */
     bool f16_fits;   /* false: some |w| > 65504 or non-finite */
+    uint8_t *w8;     /* fp8: E4M3 W, m_pad x k_pad (padding zero), or NULL (sm < 89, non-finite W) */
+    float *w8_scale; /* fp8: per-row scale (m_pad floats, padding 0) */
+    int64_t m_pad, k_pad; /* m, k rounded up to 16 (cuBLASLt FP8 alignment) */
 } qmm_cuda_weights;
 
 /* dst[r*k + e] = element e of row r (row r at src + r*row_bytes), bit-identical to the CPU's
@@ -82,6 +87,19 @@ cudaError_t qmm_cuda_gemv(int type, const void *w, size_t row_bytes, int64_t m, 
 cudaError_t qmm_cuda_fused(int type, const void *w, size_t row_bytes, int64_t m, int64_t k,
                            int64_t n, const float *x, int64_t ldx, float *y, int64_t ldy,
                            cudaStream_t stream);
+
+/* fp8: row r of `rows` rows of k floats at src + r*ld -> dst + r*k_pad as E4M3 with
+ * scale[r] = max|row| / 448 (1 for a zero row), columns k..k_pad-1 zero; rows rows..rows_pad-1
+ * written as zeros with scale 0 (every call). *flag |= 1 on a non-finite value (flag may be
+ * NULL). One block per row. */
+cudaError_t qmm_cuda_fp8_rows(const float *src, int64_t rows, int64_t rows_pad, int64_t k,
+                              int64_t ld, int64_t k_pad, uint8_t *dst, float *scale, int *flag,
+                              cudaStream_t stream);
+
+/* fp8 epilogue: y[t*ldy + r] = (d[t*ldd + r] * sw[r]) * sx[t] for t < n, r < m (f32, in this
+ * order). */
+cudaError_t qmm_cuda_fp8_epilogue(const float *d, int64_t ldd, const float *sw, const float *sx,
+                                  int64_t m, int64_t n, float *y, int64_t ldy, cudaStream_t stream);
 
 /* Test aid: spin for about `ns` nanoseconds on the device, then copy count floats src -> dst.
  * Used to check that qmm_matmul waits for earlier work on the caller's stream. */

@@ -18,19 +18,22 @@ int64_t blocks_for(int64_t count) {
     return b < 1 ? 1 : (b > kMaxBlocks ? kMaxBlocks : b);
 }
 
+/* One thread per unit of qmm_cuda_part<T> (the decoders gemv uses), so the bit-exact test of
+ * this kernel covers them. */
 template <int T>
 __global__ void dequantize_kernel(const uint8_t *src, size_t row_bytes, int64_t m, int64_t k, float *dst) {
-    const int64_t total = m * k;
+    const int64_t units = qmm_cuda_part<T>::units(k), total = m * units;
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
          i += (int64_t)gridDim.x * blockDim.x) {
-        const int64_t r = i / k, e = i % k;
-        dst[i] = qmm_cuda_dequant<T>(src + r * row_bytes, e);
+        const int64_t r = i / units, u = i % units;
+        float *out = dst + r * k;
+        qmm_cuda_part<T>::decode(src + r * row_bytes, u, k, [&](int64_t e, float w) { out[e] = w; });
     }
 }
 
 template <int T> struct DequantizeLaunch {
     static void run(const void *src, size_t row_bytes, int64_t m, int64_t k, float *dst, cudaStream_t s) {
-        dequantize_kernel<T><<<(unsigned)blocks_for(m * k), kThreads, 0, s>>>(
+        dequantize_kernel<T><<<(unsigned)blocks_for(m * qmm_cuda_part<T>::units(k)), kThreads, 0, s>>>(
             (const uint8_t *)src, row_bytes, m, k, dst);
     }
 };

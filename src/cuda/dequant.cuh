@@ -161,6 +161,203 @@ template <> __device__ __forceinline__ float qmm_cuda_dequant<QMM_TYPE_Q6_K>(con
     return __fmul_rn(__fmul_rn(qmm_cuda_h2f(qmm_cuda_ld16(b + 208)), sc), (float)q);
 }
 
+/* ---------------------------------------------------------------------------------------
+ * Block parts: a row is cut into units of whole-register work for one thread.
+ *
+ * qmm_cuda_part<T>::units(k) is the number of units of a row of k elements;
+ * qmm_cuda_part<T>::decode(row, u, k, f) loads the bytes of unit u with the widest loads the
+ * block layout's alignment allows (2 bytes for 18/22/34/110/210-byte blocks, 4 for q4_1,
+ * q5_1, q2_K, 16 for q4_K, q5_K; rows start at row*row_bytes of a cudaMalloc base), decodes
+ * every element of the unit in registers and calls f(e, w) for each (e = element index in
+ * the row), in a fixed order. The values are the same float operations as
+ * qmm_cuda_dequant<T> and src/formats/ (bit-identical; test_dequantize_bit_exact runs the
+ * dequantize kernel, which is built on these). Units of one block are consecutive, so
+ * consecutive threads read consecutive bytes. Float types: units of 4 elements, the last
+ * one cut at k.
+ * ------------------------------------------------------------------------------------- */
+
+/* 4 bytes at an address that is only 2-byte aligned (little-endian). */
+__device__ __forceinline__ uint32_t qmm_cuda_ld32_a2(const uint8_t *p) {
+    const uint16_t *h = (const uint16_t *)p;
+    return (uint32_t)h[0] | ((uint32_t)h[1] << 16);
+}
+__device__ __forceinline__ uint32_t qmm_cuda_ld32(const uint8_t *p) { return *(const uint32_t *)p; }
+__device__ __forceinline__ uint4 qmm_cuda_ld128(const uint8_t *p) { return *(const uint4 *)p; }
+__device__ __forceinline__ uint32_t qmm_cuda_u4_word(const uint4 &v, int i) {
+    return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
+}
+
+template <int T> struct qmm_cuda_part;
+
+/* Float types: 4 elements per unit. */
+template <int T> struct qmm_cuda_part_float {
+    static constexpr int kUnit = 4;
+    static __host__ __device__ __forceinline__ int64_t units(int64_t k) { return (k + kUnit - 1) / kUnit; }
+    template <class F> static __device__ __forceinline__ void decode(const uint8_t *row, int64_t u, int64_t k, F f) {
+        const int64_t e0 = u * kUnit;
+        if (e0 + kUnit <= k) {
+#pragma unroll
+            for (int j = 0; j < kUnit; j++) f(e0 + j, qmm_cuda_dequant<T>(row, e0 + j));
+        } else {
+            for (int j = 0; e0 + j < k; j++) f(e0 + j, qmm_cuda_dequant<T>(row, e0 + j));
+        }
+    }
+};
+template <> struct qmm_cuda_part<QMM_TYPE_F32> : qmm_cuda_part_float<QMM_TYPE_F32> {};
+template <> struct qmm_cuda_part<QMM_TYPE_F16> : qmm_cuda_part_float<QMM_TYPE_F16> {};
+template <> struct qmm_cuda_part<QMM_TYPE_BF16> : qmm_cuda_part_float<QMM_TYPE_BF16> {};
+
+/* Legacy 32-element blocks with 4-bit quants (q4_0, q4_1, q5_0, q5_1): 4 units per block;
+ * unit i holds qs bytes 4i..4i+3, i.e. elements 4i+j (low nibbles) and 16+4i+j (high).
+ * QS: offset of qs; QH: offset of qh (or -1); MIN: whether an f16 min follows d; A4: whether
+ * the block is 4-byte aligned; OFF: value subtracted from q when there is no min. */
+template <int BYTES, int QS, int QH, bool MIN, bool A4, int OFF> struct qmm_cuda_part_legacy4 {
+    static __host__ __device__ __forceinline__ int64_t units(int64_t k) { return k / 32 * 4; }
+    template <class F> static __device__ __forceinline__ void decode(const uint8_t *row, int64_t u, int64_t, F f) {
+        const uint8_t *b = row + (u >> 2) * BYTES;
+        const int i = (int)(u & 3);
+        const int64_t e0 = (u >> 2) * 32;
+        const uint32_t qs = A4 ? qmm_cuda_ld32(b + QS + 4 * i) : qmm_cuda_ld32_a2(b + QS + 4 * i);
+        const uint32_t qh = QH >= 0 ? (A4 ? qmm_cuda_ld32(b + QH) : qmm_cuda_ld32_a2(b + QH)) : 0u;
+        const float d = qmm_cuda_h2f(qmm_cuda_ld16(b));
+        const float mn = MIN ? qmm_cuda_h2f(qmm_cuda_ld16(b + 2)) : 0.0f;
+#pragma unroll
+        for (int half = 0; half < 2; half++) {
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                const int jj = 16 * half + 4 * i + j;
+                int q = (int)((qs >> (8 * j + 4 * half)) & 0xFu);
+                if (QH >= 0) q |= (int)((qh >> jj) & 1u) << 4;
+                const float w = MIN ? __fadd_rn(__fmul_rn((float)q, d), mn) : __fmul_rn((float)(q - OFF), d);
+                f(e0 + jj, w);
+            }
+        }
+    }
+};
+template <> struct qmm_cuda_part<QMM_TYPE_Q4_0> : qmm_cuda_part_legacy4<18, 2, -1, false, false, 8> {};
+template <> struct qmm_cuda_part<QMM_TYPE_Q4_1> : qmm_cuda_part_legacy4<20, 4, -1, true, true, 0> {};
+template <> struct qmm_cuda_part<QMM_TYPE_Q5_0> : qmm_cuda_part_legacy4<22, 6, 2, false, false, 16> {};
+template <> struct qmm_cuda_part<QMM_TYPE_Q5_1> : qmm_cuda_part_legacy4<24, 8, 4, true, true, 0> {};
+
+/* q8_0: 4 units per block, unit i = elements 8i..8i+7 (qs bytes 8i..8i+7). */
+template <> struct qmm_cuda_part<QMM_TYPE_Q8_0> {
+    static __host__ __device__ __forceinline__ int64_t units(int64_t k) { return k / 32 * 4; }
+    template <class F> static __device__ __forceinline__ void decode(const uint8_t *row, int64_t u, int64_t, F f) {
+        const uint8_t *b = row + (u >> 2) * sizeof(block_q8_0);
+        const int i = (int)(u & 3);
+        const int64_t e0 = (u >> 2) * 32 + 8 * i;
+        const uint32_t q0 = qmm_cuda_ld32_a2(b + 2 + 8 * i), q1 = qmm_cuda_ld32_a2(b + 6 + 8 * i);
+        const float d = qmm_cuda_h2f(qmm_cuda_ld16(b));
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            const int8_t q = (int8_t)(((j < 4 ? q0 : q1) >> (8 * (j & 3))) & 0xFFu);
+            f(e0 + j, __fmul_rn((float)q, d));
+        }
+    }
+};
+
+/* q2_K: 16 units per super-block, unit (h, c) = elements 128h + 32p + 4c + j (p, j < 4). */
+template <> struct qmm_cuda_part<QMM_TYPE_Q2_K> {
+    static __host__ __device__ __forceinline__ int64_t units(int64_t k) { return k / QK_K * 16; }
+    template <class F> static __device__ __forceinline__ void decode(const uint8_t *row, int64_t u, int64_t, F f) {
+        const uint8_t *b = row + (u >> 4) * sizeof(block_q2_K);
+        const int h = (int)((u >> 3) & 1), c = (int)(u & 7);
+        const int64_t e0 = (u >> 4) * QK_K + 128 * h + 4 * c;
+        const uint32_t qs = qmm_cuda_ld32(b + 16 + 32 * h + 4 * c);
+        const float d = qmm_cuda_h2f(qmm_cuda_ld16(b + 80)), dmin = qmm_cuda_h2f(qmm_cuda_ld16(b + 82));
+#pragma unroll
+        for (int p = 0; p < 4; p++) {
+            const uint8_t sc = b[8 * h + 2 * p + (c >> 2)];
+            const float dl = __fmul_rn(d, (float)(sc & 0xF)), ml = __fmul_rn(dmin, (float)(sc >> 4));
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                const int q = (int)((qs >> (8 * j + 2 * p)) & 3u);
+                f(e0 + 32 * p + j, __fsub_rn(__fmul_rn(dl, (float)q), ml));
+            }
+        }
+    }
+};
+
+/* q3_K: 16 units per super-block, unit (h, c) = elements 128h + 32p + 4c + j (p, j < 4). */
+template <> struct qmm_cuda_part<QMM_TYPE_Q3_K> {
+    static __host__ __device__ __forceinline__ int64_t units(int64_t k) { return k / QK_K * 16; }
+    template <class F> static __device__ __forceinline__ void decode(const uint8_t *row, int64_t u, int64_t, F f) {
+        const uint8_t *b = row + (u >> 4) * sizeof(block_q3_K);
+        const int h = (int)((u >> 3) & 1), c = (int)(u & 7);
+        const int64_t e0 = (u >> 4) * QK_K + 128 * h + 4 * c;
+        const uint32_t hm = qmm_cuda_ld32_a2(b + 4 * c), qs = qmm_cuda_ld32_a2(b + 32 + 32 * h + 4 * c);
+        const uint8_t *scales = b + 96;
+        const float d = qmm_cuda_h2f(qmm_cuda_ld16(b + 108));
+#pragma unroll
+        for (int p = 0; p < 4; p++) {
+            const int js = 8 * h + 2 * p + (c >> 2);
+            const int lo = js < 8 ? (scales[js] & 0xF) : (scales[js - 8] >> 4);
+            const int hi = (scales[8 + (js & 3)] >> (2 * (js >> 2))) & 3;
+            const float dl = __fmul_rn(d, (float)((lo | (hi << 4)) - 32));
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                const int q = (int)((qs >> (8 * j + 2 * p)) & 3u) - (((hm >> (8 * j + 4 * h + p)) & 1u) ? 0 : 4);
+                f(e0 + 32 * p + j, __fmul_rn(dl, (float)q));
+            }
+        }
+    }
+};
+
+/* q4_K / q5_K: 8 units per super-block, unit (c, half) = elements 64c + 32s + 16half + j
+ * (s < 2, j < 16): one 16-byte load of qs (and of qh for q5_K). */
+template <int T, int QS, bool HIGH> struct qmm_cuda_part_k45 {
+    static __host__ __device__ __forceinline__ int64_t units(int64_t k) { return k / QK_K * 8; }
+    template <class F> static __device__ __forceinline__ void decode(const uint8_t *row, int64_t u, int64_t, F f) {
+        const int bytes = HIGH ? (int)sizeof(block_q5_K) : (int)sizeof(block_q4_K);
+        const uint8_t *b = row + (u >> 3) * bytes;
+        const int c = (int)((u >> 1) & 3), half = (int)(u & 1);
+        const int64_t e0 = (u >> 3) * QK_K + 64 * c + 16 * half;
+        const uint4 qs = qmm_cuda_ld128(b + QS + 32 * c + 16 * half);
+        const uint4 qh = HIGH ? qmm_cuda_ld128(b + 16 + 16 * half) : make_uint4(0, 0, 0, 0);
+        const float d = qmm_cuda_h2f(qmm_cuda_ld16(b)), dmin = qmm_cuda_h2f(qmm_cuda_ld16(b + 2));
+#pragma unroll
+        for (int s = 0; s < 2; s++) {
+            int sc, mn;
+            qmm_cuda_scale_min_k4(2 * c + s, b + 4, &sc, &mn);
+            const float d1 = __fmul_rn(d, (float)sc), m1 = __fmul_rn(dmin, (float)mn);
+#pragma unroll
+            for (int j = 0; j < 16; j++) {
+                const uint32_t wq = qmm_cuda_u4_word(qs, j >> 2);
+                int q = (int)((wq >> (8 * (j & 3) + 4 * s)) & 0xFu);
+                if (HIGH) q += ((qmm_cuda_u4_word(qh, j >> 2) >> (8 * (j & 3) + 2 * c + s)) & 1u) ? 16 : 0;
+                f(e0 + 32 * s + j, __fsub_rn(__fmul_rn(d1, (float)q), m1));
+            }
+        }
+    }
+};
+template <> struct qmm_cuda_part<QMM_TYPE_Q4_K> : qmm_cuda_part_k45<QMM_TYPE_Q4_K, 16, false> {};
+template <> struct qmm_cuda_part<QMM_TYPE_Q5_K> : qmm_cuda_part_k45<QMM_TYPE_Q5_K, 48, true> {};
+
+/* q6_K: 16 units per super-block, unit (h, c) = elements 128h + 32p + 4c + j (p, j < 4). */
+template <> struct qmm_cuda_part<QMM_TYPE_Q6_K> {
+    static __host__ __device__ __forceinline__ int64_t units(int64_t k) { return k / QK_K * 16; }
+    template <class F> static __device__ __forceinline__ void decode(const uint8_t *row, int64_t u, int64_t, F f) {
+        const uint8_t *b = row + (u >> 4) * sizeof(block_q6_K);
+        const int h = (int)((u >> 3) & 1), c = (int)(u & 7);
+        const int64_t e0 = (u >> 4) * QK_K + 128 * h + 4 * c;
+        const uint32_t ql0 = qmm_cuda_ld32_a2(b + 64 * h + 4 * c), ql1 = qmm_cuda_ld32_a2(b + 64 * h + 32 + 4 * c);
+        const uint32_t qh = qmm_cuda_ld32_a2(b + 128 + 32 * h + 4 * c);
+        const float d = qmm_cuda_h2f(qmm_cuda_ld16(b + 208));
+#pragma unroll
+        for (int p = 0; p < 4; p++) {
+            const float sc = (float)(int8_t)b[192 + 8 * h + 2 * p + (c >> 2)];
+            const float ds = __fmul_rn(d, sc);
+            const uint32_t ql = (p & 1) ? ql1 : ql0;
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                const int lo = (int)((ql >> (8 * j + 4 * (p >> 1))) & 0xFu);
+                const int hi = (int)((qh >> (8 * j + 2 * p)) & 3u);
+                f(e0 + 32 * p + j, __fmul_rn(ds, (float)((lo | (hi << 4)) - 32)));
+            }
+        }
+    }
+};
+
 /* Calls F<T>::run(args...) for the weight type `type`; returns false for an unknown type. */
 #define QMM_CUDA_TYPE_CASE(T) case T: F<T>::run(args...); return true;
 template <template <int> class F, typename... A> bool qmm_cuda_dispatch_type(int type, A... args) {
