@@ -1,14 +1,17 @@
 /*
  * dev/gemv_avx512.c — time the AVX-512 gemv (src/cpu/x86/gemv_*avx512.c) against the machine's
- * read bandwidth measured the same way in the same loop (the threads sum a buffer of W's
- * size), interleaved call by call so both see the same load. Checks the first 64 rows against
+ * read bandwidth measured in the same loop (the threads sum a copy of W), interleaved call by
+ * call so both see the same load; copies of W (1 GiB in all) are used in turn so that neither
+ * finds W in a cache. Checks the first 64 rows against
  * qmm_matmul_ref. Not part of the library. Build (after building qmm_static):
  *   gcc -O2 -mavx512f -fopenmp -I include -I src dev/gemv_avx512.c build-gemv/libqmm.a \
  *       $(pkg-config --libs openblas) -lm -o build-gemv/gemv_avx512
  * Run: build-gemv/gemv_avx512 TYPES M K N [ITERS]   e.g. q4_0,q4_K 14336 4096 1 21
+ * With OMP_NUM_THREADS=1 the times are the thread's CPU time (preemption not counted).
  * Prints best and median of ITERS for the gemv and for the read, and median gemv GB/s as a
  * percentage of the median read GB/s.
  */
+#define _POSIX_C_SOURCE 200809L
 #include <immintrin.h>
 #include <omp.h>
 #include <stdio.h>
@@ -19,9 +22,13 @@
 #include "cpu/x86/x86_kernels.h"
 #include "qmm.h"
 
+/* With one thread (OMP_NUM_THREADS=1) the clock is the thread's CPU time, so that time the
+ * thread spends preempted by other tenants of a shared machine is not counted. */
+static clockid_t clock_id = CLOCK_MONOTONIC;
+
 static double now_ms(void) {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(clock_id, &ts);
     return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
 }
 
@@ -67,11 +74,21 @@ static int run_type(const char *name, int64_t m, int64_t k, int64_t n, int iters
     qmm_compare(n, 64, y64, 64, ref, 64, &d);
     double *tg = malloc(sizeof(double) * iters), *tr = malloc(sizeof(double) * iters);
     unsigned sink = 0;
-    for (int it = -1; it < iters; it++) { /* it = -1: warm-up */
+    /* Copies of W, 1 GiB in all, used in turn so that no call finds W in a cache. */
+    const size_t wbytes = (rb * m + 63) / 64 * 64;
+    int copies = (int)(((size_t)1 << 30) / wbytes) + 2;
+    unsigned char **cp = malloc(sizeof *cp * copies);
+    for (int c = 0; c < copies; c++) {
+        cp[c] = aligned_alloc(64, wbytes);
+        memcpy(cp[c], wq, rb * m);
+    }
+    for (int it = -1, c = 0; it < iters; it++) { /* it = -1: warm-up */
         double t0 = now_ms();
-        qmm_x86_gemv_avx512(type, m, k, wq, rb, n, x, k, y, m, th);
+        qmm_x86_gemv_avx512(type, m, k, cp[c], rb, n, x, k, y, m, th);
+        c = (c + 1) % copies;
         double t1 = now_ms();
-        sink ^= read_all(wq, rb * m, th);
+        sink ^= read_all(cp[c], rb * m, th);
+        c = (c + 1) % copies;
         double t2 = now_ms();
         if (it >= 0) {
             tg[it] = t1 - t0;
@@ -86,6 +103,8 @@ static int run_type(const char *name, int64_t m, int64_t k, int64_t n, int iters
            "max_rel %.2g%s\n", name, (long long)m, (long long)k, (long long)n, th, tg[0], mg,
            gb / mg * 1e3, tr[0], mr, gb / mr * 1e3, 100.0 * mr / mg, 100.0 * tr[0] / tg[0],
            d.nmse, d.max_rel_err, sink == 1 ? " " : "");
+    for (int c = 0; c < copies; c++) free(cp[c]);
+    free(cp);
     free(wf); free(x); free(wq); free(y); free(ref); free(y64); free(tg); free(tr);
     return qmm_diff_ok(&d, 1e-10, 1e-5) ? 0 : 1;
 }
@@ -97,6 +116,7 @@ int main(int argc, char **argv) {
     }
     const int64_t m = atoll(argv[2]), k = atoll(argv[3]), n = atoll(argv[4]);
     const int iters = argc > 5 ? atoi(argv[5]) : 21, th = omp_get_max_threads();
+    if (th == 1) clock_id = CLOCK_THREAD_CPUTIME_ID;
     char *types = strdup(argv[1]);
     int rc = 0;
     for (char *t = strtok(types, ","); t != NULL; t = strtok(NULL, ","))

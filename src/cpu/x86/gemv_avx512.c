@@ -4,14 +4,18 @@
  * kernels (gemv_legacy_avx512.c, gemv_kquants_avx512.c) decode W in registers and never
  * store a dequantized row; their summation order is in gemv_avx512_impl.h.
  *
- * Threads take equal contiguous ranges of W rows, so each streams its half of W once per
- * group of up to 8 X rows. An output's value depends only on its W row, its X row and k:
+ * Threads take chunks of 64 consecutive W rows in dynamic order; each chunk is streamed once
+ * and reused from L2 for each further group of 8 X rows. An output's value depends only on its W row, its X row and k:
  * not on n, on the group of X rows it was computed with, on the thread or the thread count.
  */
 #include <omp.h>
 
 #include "cpu/x86/gemv_avx512_impl.h"
 #include "cpu/x86/x86_kernels.h"
+
+/* W rows per task: tasks go to the threads dynamically (a busy core does not hold up the
+ * call); a chunk stays in L2 while the groups of 8 X rows of n > 8 pass over it. */
+#define GEMV_ROWS_PER_CHUNK 64
 
 /* Below this many multiply-adds a call runs on one thread (a team costs more). */
 #define GEMV_MIN_MACS_PER_THREAD ((int64_t)1 << 18)
@@ -32,13 +36,14 @@ qmm_status qmm_x86_gemv_avx512(qmm_type type, int64_t m, int64_t k, const unsign
     const int64_t by_work = m * k * n / GEMV_MIN_MACS_PER_THREAD;
     if (threads > by_work) threads = by_work < 1 ? 1 : by_work;
     if (threads > m) threads = m;
-#pragma omp parallel num_threads((int)threads)
-    {
-        const int64_t t = omp_get_thread_num(), nth = omp_get_num_threads();
-        const int64_t i0 = m * t / nth, i1 = m * (t + 1) / nth;
+    const int64_t chunks = (m + GEMV_ROWS_PER_CHUNK - 1) / GEMV_ROWS_PER_CHUNK;
+#pragma omp parallel for num_threads((int)threads) schedule(dynamic, 1)
+    for (int64_t c = 0; c < chunks; c++) {
+        const int64_t i0 = c * GEMV_ROWS_PER_CHUNK;
+        const int64_t rows = m - i0 < GEMV_ROWS_PER_CHUNK ? m - i0 : GEMV_ROWS_PER_CHUNK;
         for (int64_t j0 = 0; j0 < n; j0 += QMM_GEMV_MAX_NR) {
             const int nr = (int)(n - j0 < QMM_GEMV_MAX_NR ? n - j0 : QMM_GEMV_MAX_NR);
-            row_fn(w + (size_t)i0 * row_stride, row_stride, i1 - i0, k, x + j0 * ldx, ldx, nr,
+            row_fn(w + (size_t)i0 * row_stride, row_stride, rows, k, x + j0 * ldx, ldx, nr,
                    y + j0 * ldy + i0, ldy);
         }
     }

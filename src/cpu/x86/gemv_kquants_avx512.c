@@ -39,10 +39,12 @@ QMM_GEMV_INLINE void q2_K_body(BODY_ARGS) {
     const __m512 base = _mm512_setr_ps(0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3);
     qmm_gemv_acc acc[4];
     for (int r = 0; r < R; r++) qmm_gemv_acc_zero(&acc[r], nr);
+    const size_t ahead = qmm_gemv_prefetch_ahead(R, stride);
     for (int64_t i = 0; i < k / QK_K; i++) {
         float dl[4][16], ml[4][16];
         for (int r = 0; r < R; r++) {
             const block_q2_K *b = (const block_q2_K *)(w + r * stride) + i;
+            qmm_gemv_prefetch((const unsigned char *)b, sizeof *b, ahead);
             const __m512i sc = qmm_gemv_u8x16(b->scales);
             _mm512_storeu_ps(dl[r], _mm512_mul_ps(_mm512_set1_ps(qmm_gemv_half(&b->d)),
                 _mm512_cvtepi32_ps(_mm512_and_si512(sc, _mm512_set1_epi32(0xF)))));
@@ -81,10 +83,12 @@ QMM_GEMV_INLINE void q3_K_body(BODY_ARGS) {
     const __m512 base = _mm512_setr_ps(-4, -3, -2, -1, 0, 1, 2, 3, -4, -3, -2, -1, 0, 1, 2, 3);
     qmm_gemv_acc acc[4];
     for (int r = 0; r < R; r++) qmm_gemv_acc_zero(&acc[r], nr);
+    const size_t ahead = qmm_gemv_prefetch_ahead(R, stride);
     for (int64_t i = 0; i < k / QK_K; i++) {
         float dl[4][16];
         for (int r = 0; r < R; r++) {
             const block_q3_K *b = (const block_q3_K *)(w + r * stride) + i;
+            qmm_gemv_prefetch((const unsigned char *)b, sizeof *b, ahead);
             int32_t s[16];
             for (int j = 0; j < 16; j++) s[j] = q3_K_scale(b->scales, j);
             _mm512_storeu_ps(dl[r], _mm512_mul_ps(_mm512_set1_ps(qmm_gemv_half(&b->d)),
@@ -121,10 +125,12 @@ QMM_GEMV_INLINE void q45_K_body(BODY_ARGS, int with_qh) {
     const __m512 base_hi = _mm512_add_ps(base_lo, _mm512_set1_ps(16.0f));
     qmm_gemv_acc acc[4];
     for (int r = 0; r < R; r++) qmm_gemv_acc_zero(&acc[r], nr);
+    const size_t ahead = qmm_gemv_prefetch_ahead(R, stride);
     for (int64_t i = 0; i < k / QK_K; i++) {
         float dl[4][16], ml[4][16];
         for (int r = 0; r < R; r++) {
             const unsigned char *blk = w + r * stride + i * bsz;
+            qmm_gemv_prefetch(blk, bsz, ahead);
             int32_t sc[16], mn[16];
             for (int j = 0; j < 8; j++) {
                 uint8_t a, m;
@@ -180,10 +186,12 @@ QMM_GEMV_INLINE void q6_K_body(BODY_ARGS) {
     const __m512i six = _mm512_set1_epi32(0x3F);
     qmm_gemv_acc acc[4];
     for (int r = 0; r < R; r++) qmm_gemv_acc_zero(&acc[r], nr);
+    const size_t ahead = qmm_gemv_prefetch_ahead(R, stride);
     for (int64_t i = 0; i < k / QK_K; i++) {
         float ds[4][16];
         for (int r = 0; r < R; r++) {
             const block_q6_K *b = (const block_q6_K *)(w + r * stride) + i;
+            qmm_gemv_prefetch((const unsigned char *)b, sizeof *b, ahead);
             _mm512_storeu_ps(ds[r], _mm512_mul_ps(_mm512_set1_ps(qmm_gemv_half(&b->d)),
                 _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)b->scales)))));
         }

@@ -40,12 +40,14 @@ QMM_GEMV_INLINE void q4_body(BODY_ARGS, int with_min) {
     float d[4][16], mn[4][16];
     qmm_gemv_acc acc[4];
     for (int r = 0; r < R; r++) qmm_gemv_acc_zero(&acc[r], nr);
+    const size_t ahead = qmm_gemv_prefetch_ahead(R, stride);
     for (int64_t i = 0; i < nb; i++) {
         if (i % 16 == 0) {
             block_halves(w, stride, R, bsz, 0, i, nb, d);
             if (with_min) block_halves(w, stride, R, bsz, 2, i, nb, mn);
         }
         for (int r = 0; r < R; r++) {
+            if (i % 2 == 0) qmm_gemv_prefetch(w + r * stride + i * bsz, 1, ahead);
             __m512 tab = _mm512_mul_ps(base, _mm512_set1_ps(d[r][i % 16]));
             if (with_min) tab = _mm512_add_ps(tab, _mm512_set1_ps(mn[r][i % 16]));
             const __m512i q = qmm_gemv_u8x16(w + r * stride + i * bsz + qs_off);
@@ -77,6 +79,7 @@ QMM_GEMV_INLINE void q5_body(BODY_ARGS, int with_min) {
     float dv[4][16], mv[4][16];
     qmm_gemv_acc acc[4];
     for (int r = 0; r < R; r++) qmm_gemv_acc_zero(&acc[r], nr);
+    const size_t ahead = qmm_gemv_prefetch_ahead(R, stride);
     for (int64_t i = 0; i < nb; i++) {
         if (i % 16 == 0) {
             block_halves(w, stride, R, bsz, 0, i, nb, dv);
@@ -84,6 +87,7 @@ QMM_GEMV_INLINE void q5_body(BODY_ARGS, int with_min) {
         }
         for (int r = 0; r < R; r++) {
             const unsigned char *blk = w + r * stride + i * bsz;
+            if (i % 2 == 0) qmm_gemv_prefetch(blk, 1, ahead);
             const __m512 d = _mm512_set1_ps(dv[r][i % 16]);
             __m512 tlo = _mm512_mul_ps(base_lo, d), thi = _mm512_mul_ps(base_hi, d);
             if (with_min) {
@@ -112,10 +116,12 @@ QMM_GEMV_INLINE void q8_0_body(BODY_ARGS) {
     float dv[4][16];
     qmm_gemv_acc acc[4];
     for (int r = 0; r < R; r++) qmm_gemv_acc_zero(&acc[r], nr);
+    const size_t ahead = qmm_gemv_prefetch_ahead(R, stride);
     for (int64_t i = 0; i < nb; i++) {
         if (i % 16 == 0) block_halves(w, stride, R, sizeof(block_q8_0), 0, i, nb, dv);
         for (int r = 0; r < R; r++) {
             const block_q8_0 *b = (const block_q8_0 *)(w + r * stride) + i;
+            if (i % 2 == 0) qmm_gemv_prefetch((const unsigned char *)b, 1, ahead);
             const __m512 d = _mm512_set1_ps(dv[r][i % 16]);
             for (int h = 0; h < 2; h++) {
                 const __m512i q =
