@@ -16,6 +16,7 @@
 #include <immintrin.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <math.h>
 #include <string.h>
 
 #include <omp.h>
@@ -54,16 +55,36 @@ static int64_t x_stride(const qmm_x86_bf16_tiles *w) {
 static int64_t n_padded(int64_t n) { return (n + 15) / 16 * 16; }
 
 
-/* Round X rows [j0, j1) to bf16 (nearest even), zero-padded to k_pad; rows >= n are zero. */
+/* max |x| over the k floats of one row (AVX-512, masked tail). */
+static float row_amax(const float *src, int64_t k) {
+    const __m512 absmask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7FFFFFFF));
+    __m512 m = _mm512_setzero_ps();
+    int64_t p = 0;
+    for (; p + 16 <= k; p += 16) m = _mm512_max_ps(m, _mm512_and_ps(_mm512_loadu_ps(src + p), absmask));
+    if (p < k) {
+        const __m512 v = _mm512_maskz_loadu_ps((__mmask16)((1u << (k - p)) - 1), src + p);
+        m = _mm512_max_ps(m, _mm512_and_ps(v, absmask));
+    }
+    return _mm512_reduce_max_ps(m);
+}
+
+/* Round X rows [j0, j1) to bf16 (nearest even), zero-padded to k_pad; rows >= n are zero.
+ * A row whose max |x| is outside [2^-40, 2^40] is first divided by its power-of-two row
+ * scale (qmm_x86_bf16_row_scale's rule; vscalefps is exact), recorded in xscale[j]. */
 static void convert_x(const float *x, int64_t ldx, int64_t n, int64_t k, int64_t k_pad,
-                      uint16_t *xb, int64_t ldxb, int64_t j0, int64_t j1) {
+                      uint16_t *xb, int64_t ldxb, float *xscale, int64_t j0, int64_t j1) {
     for (int64_t j = j0; j < j1; j++) {
         uint16_t *dst = xb + j * ldxb;
+        xscale[j] = 1.0f;
         if (j >= n) {
             memset(dst, 0, (size_t)k_pad * sizeof *dst);
             continue;
         }
         const float *src = x + j * ldx;
+        const float amax = row_amax(src, k);
+        if (amax > 0.0f && amax <= 0x1p127f * 2.0f && (amax < 0x1p-40f || amax > 0x1p40f))
+            xscale[j] = ldexpf(1.0f, ilogbf(amax));
+        const __m512 neg_e = _mm512_set1_ps(-(float)ilogbf(xscale[j]));
         for (int64_t p = 0; p < k_pad; p += 32) {
             __m512 lo, hi;
             if (p + 32 <= k) {
@@ -78,10 +99,27 @@ static void convert_x(const float *x, int64_t ldx, int64_t n, int64_t k, int64_t
                 lo = _mm512_maskz_loadu_ps(mlo, src + p);
                 hi = _mm512_maskz_loadu_ps(mhi, src + p + 16);
             }
+            if (xscale[j] != 1.0f) {
+                lo = _mm512_scalef_ps(lo, neg_e);
+                hi = _mm512_scalef_ps(hi, neg_e);
+            }
             __m512i v = (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
             _mm512_storeu_si512(dst + p, v);
         }
     }
+}
+
+/* Multiply the stored outputs of one block back by the row scales of its X rows (xs) and W
+ * rows (ws): y = (y * xs[r]) * ws[c], both powers of two (exact unless the result is
+ * subnormal). Nothing to do in the usual case where all are 1. */
+static void rescale(float *y, int64_t ldy, int64_t rows, int64_t cols, const float *xs,
+                    const float *ws) {
+    bool any = false;
+    for (int64_t r = 0; r < rows; r++) any |= xs[r] != 1.0f;
+    for (int64_t c = 0; c < cols; c++) any |= ws[c] != 1.0f;
+    if (!any) return;
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < cols; c++) y[r * ldy + c] = (y[r * ldy + c] * xs[r]) * ws[c];
 }
 
 /* Copy the valid rows/columns of a 16 x 16 f32 tile buffer into y. */
@@ -128,7 +166,7 @@ static void store_partial(const float *buf, float *y, int64_t ldy, int64_t rows,
  * k panels; first: start from zero; last: store into y. */
 static void block(const qmm_x86_bf16_tiles *w, const uint16_t *xb, int64_t ldxb, int64_t n,
                   int64_t j0, int nt, int64_t i0, int mt, int64_t c0, int64_t c1, float *acc,
-                  bool first, bool last, float *y, int64_t ldy) {
+                  bool first, bool last, const float *xscale, float *y, int64_t ldy) {
     const int64_t m = w->m, kc = w->k_pad / 32;
     const int64_t a_stride = ldxb * (int64_t)sizeof(uint16_t);
     const uint16_t *a0 = xb + j0 * ldxb, *a1 = a0 + 16 * ldxb;
@@ -183,6 +221,9 @@ static void block(const qmm_x86_bf16_tiles *w, const uint16_t *xb, int64_t ldxb,
     if (mt == 2) STORE_TILE(1, j0, i0 + 16);
     if (nt == 2) STORE_TILE(2, j0 + 16, i0);
     if (nt == 2 && mt == 2) STORE_TILE(3, j0 + 16, i0 + 16);
+    const int64_t rows = n - j0 < 16 * nt ? n - j0 : 16 * nt;
+    const int64_t cols = m - i0 < 16 * mt ? m - i0 : 16 * mt;
+    if (rows > 0 && cols > 0) rescale(y + j0 * ldy + i0, ldy, rows, cols, xscale + j0, w->row_scale + i0);
 }
 
 /* Scratch layout: the bf16 copy of X, one conversion flag per X block (rounded to 64
@@ -193,22 +234,25 @@ static size_t xb_bytes(const qmm_x86_bf16_tiles *w, int64_t n) {
 static size_t flag_bytes(int64_t n) {
     return ((size_t)(n_padded(n) + 31) / 32 * sizeof(atomic_int) + 63) / 64 * 64;
 }
+static size_t xscale_bytes(int64_t n) { return ((size_t)n_padded(n) * sizeof(float) + 63) / 64 * 64; }
 
 size_t qmm_x86_gemm_bf16_amx_scratch(const qmm_x86_bf16_tiles *w, int64_t n, int n_threads) {
-    return xb_bytes(w, n) + flag_bytes(n) + (size_t)(n_threads < 1 ? 1 : n_threads) * ACC_BYTES;
+    return xb_bytes(w, n) + flag_bytes(n) + xscale_bytes(n) +
+           (size_t)(n_threads < 1 ? 1 : n_threads) * ACC_BYTES;
 }
 
 /* Make sure X block b (rows 32b..32b+31) is converted: the first thread to need it converts
  * it, others wait. The result does not depend on which thread converts (deterministic), and
  * no thread waits for a thread that has not started (no barrier). */
 static void need_x_block(atomic_int *flags, int64_t b, const float *x, int64_t ldx, int64_t n,
-                         const qmm_x86_bf16_tiles *w, uint16_t *xb, int64_t ldxb, int64_t n_pad) {
+                         const qmm_x86_bf16_tiles *w, uint16_t *xb, int64_t ldxb, float *xscale,
+                         int64_t n_pad) {
     if (atomic_load_explicit(&flags[b], memory_order_acquire) == 2) return;
     int expected = 0;
     if (atomic_compare_exchange_strong_explicit(&flags[b], &expected, 1, memory_order_acq_rel,
                                                 memory_order_acquire)) {
         const int64_t j1 = 32 * b + 32 < n_pad ? 32 * b + 32 : n_pad;
-        convert_x(x, ldx, n, w->k, w->k_pad, xb, ldxb, 32 * b, j1);
+        convert_x(x, ldx, n, w->k, w->k_pad, xb, ldxb, xscale, 32 * b, j1);
         atomic_store_explicit(&flags[b], 2, memory_order_release);
         return;
     }
@@ -218,7 +262,7 @@ static void need_x_block(atomic_int *flags, int64_t b, const float *x, int64_t l
 /* One task: X blocks [xb0, xb1) x W blocks [g0, g1) (units of 32 rows). */
 static void run_task(const qmm_x86_bf16_tiles *w, const uint16_t *xb, int64_t ldxb, int64_t n,
                      int64_t n_pad, int64_t xb0, int64_t xb1, int64_t g0, int64_t g1,
-                     float *acc, float *y, int64_t ldy) {
+                     float *acc, const float *xscale, float *y, int64_t ldy) {
     const int64_t kc = w->k_pad / 32, kbc = KB / 32;
     for (int64_t c0 = 0; c0 < kc; c0 += kbc) {
         const int64_t c1 = c0 + kbc < kc ? c0 + kbc : kc;
@@ -229,7 +273,7 @@ static void run_task(const qmm_x86_bf16_tiles *w, const uint16_t *xb, int64_t ld
                 const int64_t i0 = wbi * 32;
                 const int mt = w->m_pad - i0 >= 32 ? 2 : 1;
                 float *a = acc + ((xbi - xb0) * GROUP_W + (wbi - g0)) * 1024;
-                block(w, xb, ldxb, n, j0, nt, i0, mt, c0, c1, a, c0 == 0, c1 == kc, y, ldy);
+                block(w, xb, ldxb, n, j0, nt, i0, mt, c0, c1, a, c0 == 0, c1 == kc, xscale, y, ldy);
             }
         }
     }
@@ -241,7 +285,8 @@ void qmm_x86_gemm_bf16_amx(const qmm_x86_bf16_tiles *w, int64_t n, const float *
     const int64_t ldxb = x_stride(w), n_pad = n_padded(n);
     const int64_t n_blocks = (n_pad + 31) / 32, m_blocks = (w->m_pad + 31) / 32;
     atomic_int *flags = (atomic_int *)((unsigned char *)scratch + xb_bytes(w, n));
-    unsigned char *acc_all = (unsigned char *)scratch + xb_bytes(w, n) + flag_bytes(n);
+    float *xscale = (float *)((unsigned char *)scratch + xb_bytes(w, n) + flag_bytes(n));
+    unsigned char *acc_all = (unsigned char *)xscale + xscale_bytes(n);
     for (int64_t b = 0; b < n_blocks; b++) atomic_init(&flags[b], 0);
     int threads = n_threads < 1 ? 1 : n_threads;
     /* W groups of up to GROUP_W blocks, smaller while that leaves under 4 tasks a thread. */
@@ -263,8 +308,8 @@ void qmm_x86_gemm_bf16_amx(const qmm_x86_bf16_tiles *w, int64_t n, const float *
             const int64_t xb0 = xc * XCHUNK, xb1 = xb0 + XCHUNK < n_blocks ? xb0 + XCHUNK : n_blocks;
             const int64_t g0 = g * group, g1 = g0 + group < m_blocks ? g0 + group : m_blocks;
             for (int64_t b = xb0; b < xb1; b++)
-                need_x_block(flags, b, x, ldx, n, w, xb, ldxb, n_pad);
-            run_task(w, xb, ldxb, n, n_pad, xb0, xb1, g0, g1, acc, y, ldy);
+                need_x_block(flags, b, x, ldx, n, w, xb, ldxb, xscale, n_pad);
+            run_task(w, xb, ldxb, n, n_pad, xb0, xb1, g0, g1, acc, xscale, y, ldy);
         }
         tiles_release();
     }

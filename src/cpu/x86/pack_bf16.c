@@ -3,6 +3,7 @@
  * Portable C (no -m flags): it runs once per weights object, at creation, on OpenMP threads
  * (row groups of 16 split statically; each group is written by one thread).
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,6 +11,13 @@
 #include "core/types.h"
 #include "cpu/x86/x86_kernels.h"
 #include "formats/fp16.h"
+
+float qmm_x86_bf16_row_scale(const float *v, int64_t k) {
+    float amax = 0.0f;
+    for (int64_t p = 0; p < k; p++) amax = fmaxf(amax, fabsf(v[p]));
+    if (!(amax > 0.0f) || !isfinite(amax) || (amax >= 0x1p-40f && amax <= 0x1p40f)) return 1.0f;
+    return ldexpf(1.0f, ilogbf(amax));
+}
 
 qmm_status qmm_x86_bf16_tiles_pack(qmm_type type, int64_t m, int64_t k, const void *rows,
                                    size_t row_stride, int n_threads,
@@ -26,6 +34,12 @@ qmm_status qmm_x86_bf16_tiles_pack(qmm_type type, int64_t m, int64_t k, const vo
         return qmm_error(QMM_ERR_OUT_OF_MEMORY, "bf16 tile packing: %lld x %lld overflows",
                          (long long)m, (long long)k);
     uint16_t *data = aligned_alloc(64, bytes);
+    float *row_scale = aligned_alloc(64, ((size_t)m_pad * sizeof(float) + 63) / 64 * 64);
+    if (data == NULL || row_scale == NULL) {
+        free(data);
+        free(row_scale);
+        data = NULL;
+    }
     if (data == NULL)
         return qmm_error(QMM_ERR_OUT_OF_MEMORY,
                          "bf16 tile packing: cannot allocate %zu bytes for %lld x %lld weights",
@@ -46,6 +60,11 @@ qmm_status qmm_x86_bf16_tiles_pack(qmm_type type, int64_t m, int64_t k, const vo
                 else
                     memset(row, 0, (size_t)k * sizeof(float));
                 memset(row + k, 0, (size_t)(k_pad - k) * sizeof(float));
+                row_scale[i] = qmm_x86_bf16_row_scale(row, k);
+                if (row_scale[i] != 1.0f) { /* divide by 2^e exactly (2^-e may overflow) */
+                    const int e = ilogbf(row_scale[i]);
+                    for (int64_t p = 0; p < k; p++) row[p] = ldexpf(row[p], -e);
+                }
                 for (int64_t c = 0; c < kc; c++) {
                     uint16_t *tile = data + (size_t)(g * kc + c) * (QMM_X86_TILE_M * QMM_X86_TILE_K);
                     const float *src = row + c * QMM_X86_TILE_K;
@@ -60,9 +79,11 @@ qmm_status qmm_x86_bf16_tiles_pack(qmm_type type, int64_t m, int64_t k, const vo
     }
     if (failed) {
         free(data);
+        free(row_scale);
         return qmm_error(QMM_ERR_OUT_OF_MEMORY, "bf16 tile packing: cannot allocate row buffers");
     }
     out->data = data;
+    out->row_scale = row_scale;
     out->m = m;
     out->k = k;
     out->m_pad = m_pad;
@@ -73,5 +94,6 @@ qmm_status qmm_x86_bf16_tiles_pack(qmm_type type, int64_t m, int64_t k, const vo
 void qmm_x86_bf16_tiles_free(qmm_x86_bf16_tiles *t) {
     if (t == NULL) return;
     free(t->data);
+    free(t->row_scale);
     memset(t, 0, sizeof *t);
 }

@@ -32,6 +32,11 @@
 
 typedef struct qmm_x86_bf16_tiles {
     uint16_t *data;   /* 64-byte aligned, m_pad * k_pad bf16 */
+    /* Per W row (m_pad floats): a power of two the packed row was divided by (1 for rows
+     * whose max |w| is in [2^-40, 2^40] or 0; else 2^ilogb(max |w|)), so that AMX's
+     * flush of bf16 subnormal inputs and products cannot drop tiny rows. The GEMM multiplies
+     * the outputs back (exact). */
+    float *row_scale;
     int64_t m, k;     /* logical shape */
     int64_t m_pad, k_pad;
 } qmm_x86_bf16_tiles;
@@ -45,6 +50,10 @@ typedef struct qmm_x86_bf16_tiles {
 qmm_status qmm_x86_bf16_tiles_pack(qmm_type type, int64_t m, int64_t k, const void *rows,
                                    size_t row_stride, int n_threads,
                                    qmm_x86_bf16_tiles *out);
+
+/* The row scale rule of the bf16 paths for k floats v: 1 if max |v| is 0, not finite or in
+ * [2^-40, 2^40], else 2^ilogb(max |v|) (the row divided by it has max |v| in [1, 2)). */
+float qmm_x86_bf16_row_scale(const float *v, int64_t k);
 
 /* Free out->data (NULL-safe) and clear the struct. */
 void qmm_x86_bf16_tiles_free(qmm_x86_bf16_tiles *t);
