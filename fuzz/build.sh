@@ -11,10 +11,11 @@ cc=${CLANG:-$(command -v clang || command -v clang-14)}
 jobs=${FUZZ_BUILD_JOBS:-2}
 san="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
 
+mkdir -p "$dir"
 cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER="$cc" \
   -DQMM_SANITIZE=ON -DQMM_CUDA=OFF -DQMM_BUILD_TESTS=OFF -DQMM_BUILD_TOOLS=OFF \
-  -DCMAKE_C_FLAGS="-fsanitize=fuzzer-no-link" >"$dir.cmake.log" 2>&1 ||
-  { cat "$dir.cmake.log"; exit 1; }
+  -DCMAKE_C_FLAGS="-fsanitize=fuzzer-no-link" >"$dir/configure.log" 2>&1 ||
+  { cat "$dir/configure.log"; exit 1; }
 cmake --build "$dir" --target qmm_static -j "$jobs"
 
 libs=$(pkg-config --libs openblas)
