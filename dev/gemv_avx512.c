@@ -7,6 +7,7 @@
  *   gcc -O2 -mavx512f -fopenmp -I include -I src dev/gemv_avx512.c build-gemv/libqmm.a \
  *       $(pkg-config --libs openblas) -lm -o build-gemv/gemv_avx512
  * Run: build-gemv/gemv_avx512 TYPES M K N [ITERS]   e.g. q4_0,q4_K 14336 4096 1 21
+ * GEMV_HOT=1 uses one copy (W stays in cache: the kernel's compute rate).
  * With OMP_NUM_THREADS=1 the times are the thread's CPU time (preemption not counted).
  * Prints best and median of ITERS for the gemv and for the read, and median gemv GB/s as a
  * percentage of the median read GB/s.
@@ -76,7 +77,7 @@ static int run_type(const char *name, int64_t m, int64_t k, int64_t n, int iters
     unsigned sink = 0;
     /* Copies of W, 1 GiB in all, used in turn so that no call finds W in a cache. */
     const size_t wbytes = (rb * m + 63) / 64 * 64;
-    int copies = (int)(((size_t)1 << 30) / wbytes) + 2;
+    int copies = getenv("GEMV_HOT") ? 1 : (int)(((size_t)1 << 30) / wbytes) + 2;
     unsigned char **cp = malloc(sizeof *cp * copies);
     for (int c = 0; c < copies; c++) {
         cp[c] = aligned_alloc(64, wbytes);

@@ -120,6 +120,27 @@ QMM_GEMV_INLINE __m512i qmm_gemv_u8x16(const uint8_t *p) {
     return _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)p));
 }
 
+/* Staged decoding (types whose quants take several bit fields): a super-block's signed
+ * integer quants are assembled with 64-byte-wide byte operations into an int8 buffer of 256
+ * (in L1), then each 16 elements are converted and scaled: w = (float)q * scale[c], one
+ * rounding as in the scalar code. count16 groups of 16 starting at element p. */
+QMM_GEMV_INLINE void qmm_gemv_fma_staged(qmm_gemv_acc *acc, int nr, const int8_t *q,
+                                         const float *scale, int c, const float *x,
+                                         int64_t ldx, int64_t p) {
+    const __m512 qf = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(q + 16 * c))));
+    qmm_gemv_fma16(acc, nr, _mm512_mul_ps(qf, _mm512_set1_ps(scale[c])), x, ldx, p);
+}
+
+/* 32 bytes at p in both halves of a zmm. */
+QMM_GEMV_INLINE __m512i qmm_gemv_bcast32(const uint8_t *p) {
+    return _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)p));
+}
+
+/* 16-bit lanes: the low 16 lanes get `lo`, the high 16 lanes `hi` (shift counts). */
+QMM_GEMV_INLINE __m512i qmm_gemv_halves16(short lo, short hi) {
+    return _mm512_inserti64x4(_mm512_set1_epi16(lo), _mm256_set1_epi16(hi), 1);
+}
+
 /* W rows decoded side by side for nr X rows: 2 FMA chains per (W row, X row) need at least
  * 4 pairs to hide the FMA latency. The order of an output does not depend on this. */
 #define QMM_GEMV_ROWS_FOR(nr) ((nr) == 1 ? 4 : (nr) == 2 ? 2 : 1)

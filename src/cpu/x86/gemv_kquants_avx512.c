@@ -70,47 +70,59 @@ QMM_GEMV_INLINE void q2_K_body(BODY_ARGS) {
     qmm_gemv_store(acc, R, nr, y, ldy);
 }
 
-/* The signed scale (-32..31) of q3_K sub-block j (layout: quants_k.c, q3_K_scale). */
-static inline int q3_K_scale(const uint8_t *s, int j) {
-    const int lo = j < 8 ? (s[j] & 0xF) : (s[j - 8] >> 4);
-    const int hi = (s[8 + j % 4] >> (2 * (j / 4))) & 3;
-    return (lo | (hi << 4)) - 32;
+/* The 16 signed scales (-32..31) of a q3_K super-block: sub-block j has its low 4 bits in
+ * the low (j < 8) or high (j >= 8) nibble of byte j % 8 and its top 2 bits in bit pair j / 4
+ * of byte 8 + j % 4 (quants_k.c, q3_K_scale); four scales per 32-bit operation. */
+QMM_GEMV_INLINE __m512i q3_K_scales(const uint8_t *s) {
+    uint32_t x0, x1, x2;
+    memcpy(&x0, s, 4);
+    memcpy(&x1, s + 4, 4);
+    memcpy(&x2, s + 8, 4);
+    const uint32_t m4 = 0x0F0F0F0Fu, m2 = 0x03030303u;
+    const uint32_t s0 = (x0 & m4) | ((x2 & m2) << 4);
+    const uint32_t s1 = (x1 & m4) | (((x2 >> 2) & m2) << 4);
+    const uint32_t s2 = ((x0 >> 4) & m4) | (((x2 >> 4) & m2) << 4);
+    const uint32_t s3 = ((x1 >> 4) & m4) | (((x2 >> 6) & m2) << 4);
+    return _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_setr_epi32((int)s0, (int)s1, (int)s2, (int)s3)),
+                            _mm512_set1_epi32(32));
 }
 
 /* q3_K: y = d*(sc-32)*(q - (hbit ? 0 : 4)); element 128h + 32p + l: bit pair p of
- * qs[32h + l], high bit 4h + p of hmask[l]. Table index: q | hbit << 2 (period 8). */
+ * qs[32h + l], high bit 4h + p of hmask[l]. Staged: 64 elements (p, p + 1) per byte op. */
+QMM_GEMV_INLINE void q3_K_stage(const block_q3_K *b, int8_t q[QK_K]) {
+    const __m512i three = _mm512_set1_epi8(3), four = _mm512_set1_epi8(4);
+    const __m512i hm = qmm_gemv_bcast32(b->hmask);
+    for (int h = 0; h < 2; h++) {
+        const __m512i qs = qmm_gemv_bcast32(b->qs + 32 * h);
+        for (int pp = 0; pp < 2; pp++) { /* p = 2pp (low 32 bytes), 2pp + 1 (high 32) */
+            const int p = 2 * pp;
+            const __m512i v = _mm512_and_si512(
+                _mm512_srlv_epi16(qs, qmm_gemv_halves16((short)(2 * p), (short)(2 * p + 2))), three);
+            const __m512i bit = _mm512_inserti64x4(_mm512_set1_epi8((char)(1 << (4 * h + p))),
+                                                   _mm256_set1_epi8((char)(1 << (4 * h + p + 1))), 1);
+            const __mmask64 set = _mm512_test_epi8_mask(hm, bit);
+            _mm512_storeu_si512(q + 128 * h + 64 * pp, _mm512_mask_sub_epi8(v, ~set, v, four));
+        }
+    }
+}
+
 QMM_GEMV_INLINE void q3_K_body(BODY_ARGS) {
-    const __m512 base = _mm512_setr_ps(-4, -3, -2, -1, 0, 1, 2, 3, -4, -3, -2, -1, 0, 1, 2, 3);
     qmm_gemv_acc acc[4];
     for (int r = 0; r < R; r++) qmm_gemv_acc_zero(&acc[r], nr);
     const size_t ahead = qmm_gemv_prefetch_ahead(R, stride);
     for (int64_t i = 0; i < k / QK_K; i++) {
         float dl[4][16];
+        int8_t q[4][QK_K];
         for (int r = 0; r < R; r++) {
             const block_q3_K *b = (const block_q3_K *)(w + r * stride) + i;
             qmm_gemv_prefetch((const unsigned char *)b, sizeof *b, ahead);
-            int32_t s[16];
-            for (int j = 0; j < 16; j++) s[j] = q3_K_scale(b->scales, j);
             _mm512_storeu_ps(dl[r], _mm512_mul_ps(_mm512_set1_ps(qmm_gemv_half(&b->d)),
-                                                  _mm512_cvtepi32_ps(_mm512_loadu_si512(s))));
+                                                  _mm512_cvtepi32_ps(q3_K_scales(b->scales))));
+            q3_K_stage(b, q[r]);
         }
-        for (int h = 0; h < 2; h++)
-            for (int r = 0; r < R; r++) {
-                const block_q3_K *b = (const block_q3_K *)(w + r * stride) + i;
-                const __m512i hm[2] = {qmm_gemv_u8x16(b->hmask), qmm_gemv_u8x16(b->hmask + 16)};
-                const __m512i q[2] = {qmm_gemv_u8x16(b->qs + 32 * h),
-                                      qmm_gemv_u8x16(b->qs + 32 * h + 16)};
-                for (int p = 0; p < 4; p++)
-                    for (int half = 0; half < 2; half++) {
-                        const int is = 8 * h + 2 * p + half;
-                        const __m512 tab = _mm512_mul_ps(_mm512_set1_ps(dl[r][is]), base);
-                        const __m512i idx =
-                            select_bits(_mm512_srli_epi32(q[half], (unsigned)(2 * p)),
-                                        bit_to(hm[half], 4 * h + p, 2), 3);
-                        qmm_gemv_fma16(&acc[r], nr, _mm512_permutexvar_ps(idx, tab), x, ldx,
-                                       QK_K * i + 128 * h + 32 * p + 16 * half);
-                    }
-            }
+        for (int c = 0; c < 16; c++)
+            for (int r = 0; r < R; r++)
+                qmm_gemv_fma_staged(&acc[r], nr, q[r], dl[r], c, x, ldx, QK_K * i + 16 * c);
     }
     qmm_gemv_store(acc, R, nr, y, ldy);
 }
@@ -131,17 +143,22 @@ QMM_GEMV_INLINE void q45_K_body(BODY_ARGS, int with_qh) {
         for (int r = 0; r < R; r++) {
             const unsigned char *blk = w + r * stride + i * bsz;
             qmm_gemv_prefetch(blk, bsz, ahead);
-            int32_t sc[16], mn[16];
-            for (int j = 0; j < 8; j++) {
-                uint8_t a, m;
-                qmm_kq_get_scale_min_k4(j, blk + 4, &a, &m);
-                sc[j] = a;
-                mn[j] = m;
-            }
-            _mm256_storeu_ps(dl[r], _mm256_mul_ps(_mm256_set1_ps(qmm_gemv_half(blk)),
-                _mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)sc))));
-            _mm256_storeu_ps(ml[r], _mm256_mul_ps(_mm256_set1_ps(qmm_gemv_half(blk + 2)),
-                _mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)mn))));
+            /* the 8 6-bit scales and mins (get_scale_min_k4) four bytes at a time */
+            uint32_t x0, x1, x2;
+            memcpy(&x0, blk + 4, 4);
+            memcpy(&x1, blk + 8, 4);
+            memcpy(&x2, blk + 12, 4);
+            const uint32_t sc_lo = x0 & 0x3F3F3F3Fu, mn_lo = x1 & 0x3F3F3F3Fu;
+            const uint32_t sc_hi = (x2 & 0x0F0F0F0Fu) | ((x0 >> 2) & 0x30303030u);
+            const uint32_t mn_hi = ((x2 >> 4) & 0x0F0F0F0Fu) | ((x1 >> 2) & 0x30303030u);
+            const __m512i sm = _mm512_cvtepu8_epi32(_mm_setr_epi32((int)sc_lo, (int)sc_hi,
+                                                                   (int)mn_lo, (int)mn_hi));
+            const __m512 dd = _mm512_insertf32x8(_mm512_set1_ps(qmm_gemv_half(blk)),
+                                                 _mm256_set1_ps(qmm_gemv_half(blk + 2)), 1);
+            float both[16];
+            _mm512_storeu_ps(both, _mm512_mul_ps(dd, _mm512_cvtepi32_ps(sm)));
+            memcpy(dl[r], both, 8 * sizeof(float));
+            memcpy(ml[r], both + 8, 8 * sizeof(float));
         }
         for (int c = 0; c < 4; c++)
             for (int r = 0; r < R; r++) {
@@ -178,41 +195,43 @@ QMM_GEMV_INLINE void q45_K_body(BODY_ARGS, int with_qh) {
 QMM_GEMV_INLINE void q4_K_body(BODY_ARGS) { q45_K_body(w, stride, R, k, x, ldx, nr, y, ldy, 0); }
 QMM_GEMV_INLINE void q5_K_body(BODY_ARGS) { q45_K_body(w, stride, R, k, x, ldx, nr, y, ldy, 1); }
 
-/* q6_K: y = d*sc*(q-32); element 128h + 32p + 16half + l: low nibble of
- * ql[64h + 32(p&1) + 16half + l] (high nibble for p >= 2), bit pair p of qh[32h + 16half + l],
- * scale scales[8h + 2p + half]. The quant is assembled in a dword and scaled with one FMA,
- * q * ds - 32 * ds: the exact (q - 32) * ds rounded once, as the scalar code. */
+/* q6_K: y = d*sc*(q-32); element 128h + 32p + l: low nibble of ql[64h + 32(p&1) + l] (high
+ * nibble for p >= 2), bit pair p of qh[32h + l], scale scales[(128h + 32p + l) / 16].
+ * Staged: the 64 elements of p = 0, 1 (and of p = 2, 3) are one 64-byte op each. */
+QMM_GEMV_INLINE void q6_K_stage(const block_q6_K *b, int8_t q[QK_K]) {
+    const __m512i lo4 = _mm512_set1_epi8(0x0F), bits45 = _mm512_set1_epi8(0x30);
+    const __m512i m32 = _mm512_set1_epi8(32);
+    for (int h = 0; h < 2; h++) {
+        const __m512i ql = _mm512_loadu_si512(b->ql + 64 * h);
+        const __m512i qh = qmm_gemv_bcast32(b->qh + 32 * h);
+        /* p = 0, 1: bits 0-1 / 2-3 of qh to bits 4-5 */
+        const __m512i h01 = _mm512_and_si512(_mm512_sllv_epi16(qh, qmm_gemv_halves16(4, 2)), bits45);
+        const __m512i v01 = _mm512_ternarylogic_epi32(ql, lo4, h01, 0xEA); /* (ql & lo4) | h01 */
+        _mm512_storeu_si512(q + 128 * h, _mm512_sub_epi8(v01, m32));
+        /* p = 2, 3: bits 4-5 / 6-7 of qh to bits 4-5, high nibbles of ql */
+        const __m512i h23 = _mm512_and_si512(_mm512_srlv_epi16(qh, qmm_gemv_halves16(0, 2)), bits45);
+        const __m512i v23 = _mm512_ternarylogic_epi32(_mm512_srli_epi16(ql, 4), lo4, h23, 0xEA);
+        _mm512_storeu_si512(q + 128 * h + 64, _mm512_sub_epi8(v23, m32));
+    }
+}
+
 QMM_GEMV_INLINE void q6_K_body(BODY_ARGS) {
-    const __m512i six = _mm512_set1_epi32(0x3F);
     qmm_gemv_acc acc[4];
     for (int r = 0; r < R; r++) qmm_gemv_acc_zero(&acc[r], nr);
     const size_t ahead = qmm_gemv_prefetch_ahead(R, stride);
     for (int64_t i = 0; i < k / QK_K; i++) {
         float ds[4][16];
+        int8_t q[4][QK_K];
         for (int r = 0; r < R; r++) {
             const block_q6_K *b = (const block_q6_K *)(w + r * stride) + i;
             qmm_gemv_prefetch((const unsigned char *)b, sizeof *b, ahead);
             _mm512_storeu_ps(ds[r], _mm512_mul_ps(_mm512_set1_ps(qmm_gemv_half(&b->d)),
                 _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)b->scales)))));
+            q6_K_stage(b, q[r]);
         }
-        for (int h = 0; h < 2; h++)
-            for (int r = 0; r < R; r++) {
-                const block_q6_K *b = (const block_q6_K *)(w + r * stride) + i;
-                for (int p = 0; p < 4; p++)
-                    for (int half = 0; half < 2; half++) {
-                        const int is = 8 * h + 2 * p + half;
-                        __m512i lo = qmm_gemv_u8x16(b->ql + 64 * h + 32 * (p & 1) + 16 * half);
-                        if (p >= 2) lo = _mm512_srli_epi32(lo, 4);
-                        const __m512i qh = qmm_gemv_u8x16(b->qh + 32 * h + 16 * half);
-                        const __m512i q = _mm512_and_si512(
-                            select_bits(lo, bit_to(qh, 2 * p, 4), 0x0F), six);
-                        const __m512 dsv = _mm512_set1_ps(ds[r][is]);
-                        const __m512 wv = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q), dsv,
-                            _mm512_mul_ps(dsv, _mm512_set1_ps(-32.0f)));
-                        qmm_gemv_fma16(&acc[r], nr, wv, x, ldx,
-                                       QK_K * i + 128 * h + 32 * p + 16 * half);
-                    }
-            }
+        for (int c = 0; c < 16; c++)
+            for (int r = 0; r < R; r++)
+                qmm_gemv_fma_staged(&acc[r], nr, q[r], ds[r], c, x, ldx, QK_K * i + 16 * c);
     }
     qmm_gemv_store(acc, R, nr, y, ldy);
 }
