@@ -4,7 +4,9 @@
  * with m, n and k tails (n in 1, 2, 3, 15, 16, 17, 64, 65), with guard columns in Y checked.
  * A level this machine lacks must be refused at context creation (checked) and is then
  * reported as skipped, never passed. Also: batch-invariant mode gives bit-identical rows
- * for every n at every level, and a bad QMM_CPU_ISA name is an error.
+ * for every n at every level, and a bad QMM_CPU_ISA name is an error. gemv also at n = 1..8
+ * with long k with block tails and m = 131, in the f32 accuracy class, rows and threads
+ * bit-identical (test_gemv_shapes_*).
  *
  * Limits per path (docs/KERNELS.md): paths that keep f32 activations nmse <= 1e-5 and
  * max_rel_err <= 1e-5; the AMX-BF16 path (fused at level amx, all types but f32) rounds W and
@@ -179,6 +181,93 @@ static void check_batch_invariant(qmm_cpu_isa isa) {
     assert_int_equal(failures, 0);
 }
 
+/* gemv at one level, n = 1..8, m = 131 (two 64-row chunks, a tail of 3 and row groups of 4
+ * with tails), k with a block tail (4128 = 129 blocks of 32, 8704 = 34 super-blocks): the
+ * f32 accuracy class (nmse <= 1e-10, max_rel_err <= 1e-5 vs qmm_matmul_ref), row j of Y the
+ * same bits for every n (gemv's order depends only on k), and 1 thread == 2 threads. */
+static void check_gemv_shapes(qmm_cpu_isa isa) {
+    if (level_missing(isa)) {
+        skip();
+        return;
+    }
+    qmm_context *ctx[2];
+    for (int t = 0; t < 2; t++) {
+        setenv("QMM_CPU_ISA", qmm_cpu_isa_name(isa), 1);
+        qmm_context_params p = qmm_context_default_params();
+        p.n_threads = t + 1;
+        assert_int_equal(qmm_context_create(&p, &ctx[t]), QMM_OK);
+        unsetenv("QMM_CPU_ISA");
+        assert_int_equal(qmm_context_set_strategy(ctx[t], QMM_STRATEGY_GEMV), QMM_OK);
+    }
+    const int64_t m = 131, nmax = 8, ldy = m + GUARD;
+    int failures = 0;
+    for (int type = 0; type < QMM_TYPE_COUNT; type++) {
+        if (!qmm_type_is_supported(type) || !qmm_type_is_weight((qmm_type)type)) continue;
+        const int64_t bs = qmm_type_block_size((qmm_type)type);
+        const int64_t k = bs == 256 ? 8704 : bs == 32 ? 4128 : 4100;
+        size_t rb;
+        assert_int_equal(qmm_row_bytes((qmm_type)type, k, &rb), QMM_OK);
+        float *wf = malloc(sizeof(float) * m * k), *x = malloc(sizeof(float) * nmax * (k + 3));
+        unsigned char *wq = malloc(rb * m);
+        float *y = malloc(sizeof(float) * nmax * ldy), *y2 = malloc(sizeof(float) * nmax * ldy);
+        float *ref = malloc(sizeof(float) * nmax * m), *row1 = malloc(sizeof(float) * nmax * m);
+        fill(wf, m * k, (uint32_t)(type * 31 + 3));
+        fill(x, nmax * (k + 3), (uint32_t)(type * 17 + 9));
+        assert_int_equal(qmm_quantize_rows((qmm_type)type, wf, wq, m, k), QMM_OK);
+        assert_int_equal(qmm_matmul_ref((qmm_type)type, m, k, wq, rb, nmax, x, k + 3, ref, m),
+                         QMM_OK);
+        qmm_weights *w[2];
+        for (int t = 0; t < 2; t++)
+            assert_int_equal(qmm_weights_create(ctx[t], (qmm_type)type, m, k, wq, rb, &w[t]), QMM_OK);
+        for (int64_t n = 1; n <= nmax; n++) {
+            for (int64_t i = 0; i < nmax * ldy; i++) y[i] = y2[i] = POISON;
+            assert_int_equal(qmm_matmul(ctx[1], w[1], n, x, k + 3, y, ldy), QMM_OK);
+            assert_int_equal(qmm_matmul(ctx[0], w[0], n, x, k + 3, y2, ldy), QMM_OK);
+            qmm_diff d;
+            assert_int_equal(qmm_compare(n, m, y, ldy, ref, m, &d), QMM_OK);
+            bool guards_ok = true, same_threads = true, same_rows = true;
+            for (int64_t j = 0; j < nmax; j++)
+                for (int64_t i = 0; i < ldy; i++) {
+                    const bool out = j < n && i < m;
+                    if (!out && (y[j * ldy + i] != POISON || y2[j * ldy + i] != POISON))
+                        guards_ok = false;
+                    if (out && memcmp(&y[j * ldy + i], &y2[j * ldy + i], sizeof(float)) != 0)
+                        same_threads = false;
+                    if (out && n == 1) row1[i] = y[i];
+                }
+            /* row 0 of every n equals the n = 1 result */
+            if (memcmp(y, row1, sizeof(float) * m) != 0) same_rows = false;
+            if (!qmm_diff_ok(&d, 1e-10, 1e-5) || !guards_ok || !same_threads || !same_rows) {
+                print_error("%s %s gemv m=%lld k=%lld n=%lld: nmse %.3g max_rel %.3g guards %s "
+                            "threads %s rows %s\n", qmm_cpu_isa_name(isa),
+                            qmm_type_name((qmm_type)type), (long long)m, (long long)k,
+                            (long long)n, d.nmse, d.max_rel_err, guards_ok ? "ok" : "WRITTEN",
+                            same_threads ? "same" : "DIFFER", same_rows ? "same" : "DIFFER");
+                failures++;
+            }
+        }
+        for (int t = 0; t < 2; t++) qmm_weights_free(w[t]);
+        free(wf);
+        free(x);
+        free(wq);
+        free(y);
+        free(y2);
+        free(ref);
+        free(row1);
+    }
+    for (int t = 0; t < 2; t++) qmm_context_free(ctx[t]);
+    assert_int_equal(failures, 0);
+}
+
+static void test_gemv_shapes_generic(void **state) {
+    (void)state;
+    check_gemv_shapes(QMM_CPU_ISA_GENERIC);
+}
+static void test_gemv_shapes_avx512(void **state) {
+    (void)state;
+    check_gemv_shapes(QMM_CPU_ISA_AVX512);
+}
+
 static void test_generic(void **state) { (void)state; check_level(QMM_CPU_ISA_GENERIC); }
 static void test_avx2(void **state) { (void)state; check_level(QMM_CPU_ISA_AVX2); }
 static void test_avx512(void **state) { (void)state; check_level(QMM_CPU_ISA_AVX512); }
@@ -222,6 +311,8 @@ int main(void) {
         cmocka_unit_test(test_invariant_generic),
         cmocka_unit_test(test_invariant_avx512),
         cmocka_unit_test(test_invariant_amx),
+        cmocka_unit_test(test_gemv_shapes_generic),
+        cmocka_unit_test(test_gemv_shapes_avx512),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
