@@ -21,6 +21,8 @@ static const qmm_cpu_impl cpu_impls[] = {
     {QMM_STRATEGY_GEMV, "gemv_avx512", qmm_cpu_x86_gemv_avx512_supports,
      qmm_cpu_x86_matmul_gemv_avx512, QMM_PRECISION_F32},
     {QMM_STRATEGY_GEMV, "gemv_portable", NULL, qmm_cpu_matmul_gemv, QMM_PRECISION_F32},
+    {QMM_STRATEGY_FUSED, "fused_amx_bf16x3", qmm_cpu_x86_fused_amx_f32_supports,
+     qmm_cpu_x86_matmul_fused_amx, QMM_PRECISION_F32},
     {QMM_STRATEGY_FUSED, "fused_amx_bf16", qmm_cpu_x86_fused_amx_supports,
      qmm_cpu_x86_matmul_fused_amx, QMM_PRECISION_HALF},
     {QMM_STRATEGY_FUSED, "fused_portable", NULL, qmm_cpu_matmul_fused, QMM_PRECISION_F32},
@@ -103,7 +105,7 @@ static qmm_status cpu_context_init(qmm_context *ctx) {
     }
     st->n_threads = nt;
     st->per_thread = slots;
-    st->panel = qmm_cpu_panel_f32_select();
+    st->panel = qmm_cpu_panel_f32_select(st->isa);
     ctx->params.n_threads = nt;
     ctx->backend = st;
     qmm_log(1, "cpu backend: %d threads, f32 panel kernel '%s', ISA level %s", nt,

@@ -77,7 +77,7 @@ typedef void (*qmm_cpu_panel_f32_fn)(int64_t mr, int64_t nr, int64_t len, const 
 /* A panel kernel and when it may run. */
 typedef struct qmm_cpu_panel_f32_kernel {
     const char *name;           /* e.g. "portable", "avx2" */
-    bool (*available)(void);    /* CPU has the ISA (NULL = always) */
+    bool (*available)(qmm_cpu_isa isa); /* may run at the context's ISA level (NULL = always) */
     bool exact_order;           /* reproduces the portable panel order bit for bit */
     qmm_cpu_panel_f32_fn run;
 } qmm_cpu_panel_f32_kernel;
@@ -87,8 +87,9 @@ void qmm_cpu_panel_f32_portable(int64_t mr, int64_t nr, int64_t len, const float
                                 int64_t ldw, const float *x, int64_t ldx, double *acc,
                                 int64_t ldacc);
 
-/* The panel kernel the f32 paths use on this CPU (first available in panel_f32.c's table). */
-const qmm_cpu_panel_f32_kernel *qmm_cpu_panel_f32_select(void);
+/* The panel kernel the f32 paths use at ISA level `isa` (first available in panel_f32.c's
+ * table; at level generic always the portable one). */
+const qmm_cpu_panel_f32_kernel *qmm_cpu_panel_f32_select(qmm_cpu_isa isa);
 
 /* ---------------------------------------------------------------------------------------
  * Backend state and scratch

@@ -8,6 +8,7 @@
  * No reassociation happens: the compiler keeps every lane's adds in order (no -ffast-math).
  */
 #include "cpu/cpu_internal.h"
+#include "cpu/x86/panel_f32_avx2.h"
 
 /* Add panel dots of one X row with four W rows (w0..w3) into out[0..3]. */
 static void dot_1x4(int64_t len, const float *restrict x, const float *restrict w0,
@@ -69,15 +70,21 @@ void qmm_cpu_panel_f32_portable(int64_t mr, int64_t nr, int64_t len, const float
     }
 }
 
+/* The AVX2 kernel runs at levels avx2 and above (the context checked the CPU has them). */
+static bool at_least_avx2(qmm_cpu_isa isa) { return isa >= QMM_CPU_ISA_AVX2; }
+
 /* Best first. ISA kernels (src/cpu/x86/panel_f32_avx2.c, ...) are added above "portable". */
 static const qmm_cpu_panel_f32_kernel panel_kernels[] = {
+    {.name = "avx2", .available = at_least_avx2, .exact_order = true,
+     .run = qmm_cpu_panel_f32_avx2},
     {.name = "portable", .available = NULL, .exact_order = true,
      .run = qmm_cpu_panel_f32_portable},
 };
 
-const qmm_cpu_panel_f32_kernel *qmm_cpu_panel_f32_select(void) {
-    for (size_t i = 0; i < sizeof panel_kernels / sizeof panel_kernels[0]; i++)
-        if (panel_kernels[i].available == NULL || panel_kernels[i].available())
+const qmm_cpu_panel_f32_kernel *qmm_cpu_panel_f32_select(qmm_cpu_isa isa) {
+    const size_t count = sizeof panel_kernels / sizeof panel_kernels[0];
+    for (size_t i = 0; i < count; i++)
+        if (panel_kernels[i].available == NULL || panel_kernels[i].available(isa))
             return &panel_kernels[i];
-    return &panel_kernels[0];
+    return &panel_kernels[count - 1];
 }
