@@ -10,7 +10,8 @@
  *   - the library holds no global mutable state a matmul writes: threads with their own
  *     contexts, weights made from the same bytes, and the same X get bit-identical outputs,
  *     equal to a run with no other thread active (checked here for every weight type and
- *     every strategy the context runs, many iterations, both threads at once).
+ *     every strategy the context runs at ISA levels generic and best, many iterations, both
+ *     threads at once).
  * Under ThreadSanitizer (docs/TRUST.md) the same program reports no race.
  */
 #include <pthread.h>
@@ -24,6 +25,7 @@
 
 #include <cmocka.h>
 
+#include "cpu/cpu_features.h"
 #include "qmm.h"
 #include "test_util.h"
 
@@ -31,6 +33,7 @@
 #define ITERS 20
 
 typedef struct job {
+    qmm_context *ctx; /* made by the main thread (QMM_CPU_ISA is read at creation) */
     qmm_type type;
     qmm_strategy strategy;
     int64_t m, k, n;
@@ -43,18 +46,27 @@ typedef struct job {
     char error[256];
 } job;
 
-/* One context and one weights object per thread; ITERS matmuls compared with the solo run. */
-static void *worker(void *arg) {
-    job *jb = arg;
+/* Make a context at ISA level `isa` running `strategy` on one thread. */
+static qmm_context *make_ctx(qmm_cpu_isa isa, qmm_strategy strategy) {
+    setenv("QMM_CPU_ISA", qmm_cpu_isa_name(isa), 1);
     qmm_context_params p = qmm_context_default_params();
     p.n_threads = 1;
-    p.strategy = jb->strategy;
+    p.strategy = strategy;
     qmm_context *ctx = NULL;
+    qmm_status st = qmm_context_create(&p, &ctx);
+    unsetenv("QMM_CPU_ISA");
+    if (st != QMM_OK) fail_msg("context at %s: %s", qmm_cpu_isa_name(isa), qmm_last_error());
+    return ctx;
+}
+
+/* One context (its own) and one weights object per thread; ITERS matmuls compared with the
+ * solo run. */
+static void *worker(void *arg) {
+    job *jb = arg;
+    qmm_context *ctx = jb->ctx;
     qmm_weights *w = NULL;
     float *y = malloc(sizeof(float) * (size_t)(jb->n * jb->m));
-    jb->status = qmm_context_create(&p, &ctx);
-    if (jb->status == QMM_OK)
-        jb->status = qmm_weights_create(ctx, jb->type, jb->m, jb->k, jb->w, jb->row_stride, &w);
+    jb->status = qmm_weights_create(ctx, jb->type, jb->m, jb->k, jb->w, jb->row_stride, &w);
     for (int it = 0; it < ITERS && jb->status == QMM_OK && y != NULL; it++) {
         jb->status = qmm_matmul(ctx, w, jb->n, jb->x, jb->k, y, jb->m);
         if (jb->status == QMM_OK && memcmp(y, jb->expect, sizeof(float) * (size_t)(jb->n * jb->m)))
@@ -63,14 +75,14 @@ static void *worker(void *arg) {
     if (jb->status != QMM_OK) snprintf(jb->error, sizeof jb->error, "%s", qmm_last_error());
     free(y);
     qmm_weights_free(w);
-    qmm_context_free(ctx);
     return NULL;
 }
 
 static void test_H_threads_own_context_identical(void **state) {
     (void)state;
     static const qmm_strategy strategies[] = {QMM_STRATEGY_GEMV, QMM_STRATEGY_FUSED,
-                                              QMM_STRATEGY_DEQUANT_SGEMM, QMM_STRATEGY_AUTO};
+                                              QMM_STRATEGY_DEQUANT_SGEMM, QMM_STRATEGY_INT8,
+                                              QMM_STRATEGY_AUTO};
     tu_rng r = tu_rng_make(0x7);
     for (int t = 0; t < QMM_TYPE_COUNT; t++) {
         if (!qmm_type_is_supported(t) || !qmm_type_is_weight((qmm_type)t)) continue;
@@ -81,41 +93,42 @@ static void test_H_threads_own_context_identical(void **state) {
         float *solo = malloc(sizeof(float) * (size_t)(n * m));
         assert_true(x && solo);
         tu_fill_uniform(&r, x, (size_t)(n * k), -1.0f, 1.0f);
+        qmm_cpu_isa levels[2] = {QMM_CPU_ISA_GENERIC, qmm_cpu_isa_best()};
+        for (int l = 0; l < (levels[1] == QMM_CPU_ISA_GENERIC ? 1 : 2); l++)
         for (size_t s = 0; s < sizeof strategies / sizeof strategies[0]; s++) {
             /* The solo run, no other thread active. */
-            qmm_context_params p = qmm_context_default_params();
-            p.n_threads = 1;
-            p.strategy = strategies[s];
-            qmm_context *ctx;
+            qmm_context *ctx = make_ctx(levels[l], strategies[s]);
             qmm_weights *w;
-            assert_int_equal(qmm_context_create(&p, &ctx), QMM_OK);
             assert_int_equal(qmm_weights_create(ctx, (qmm_type)t, m, k, wt.buf.data,
                                                 wt.row_stride, &w), QMM_OK);
             qmm_status st = qmm_matmul(ctx, w, n, x, k, solo, m);
             qmm_weights_free(w);
             qmm_context_free(ctx);
             if (st == QMM_ERR_UNSUPPORTED) {
-                print_message("[  SKIPPED ] %s: %s unsupported\n", qmm_type_name((qmm_type)t),
-                              qmm_strategy_name(strategies[s]));
+                print_message("[  SKIPPED ] %s: %s at %s unsupported\n",
+                              qmm_type_name((qmm_type)t), qmm_strategy_name(strategies[s]),
+                              qmm_cpu_isa_name(levels[l]));
                 continue;
             }
             assert_int_equal(st, QMM_OK);
             job jobs[N_THREADS];
             pthread_t th[N_THREADS];
-            for (int i = 0; i < N_THREADS; i++) {
-                jobs[i] = (job){(qmm_type)t, strategies[s], m, k, n, wt.buf.data, wt.row_stride,
-                                x, solo, 0, QMM_OK, ""};
+            for (int i = 0; i < N_THREADS; i++)
+                jobs[i] = (job){make_ctx(levels[l], strategies[s]), (qmm_type)t, strategies[s],
+                                m, k, n, wt.buf.data, wt.row_stride, x, solo, 0, QMM_OK, ""};
+            for (int i = 0; i < N_THREADS; i++)
                 assert_int_equal(pthread_create(&th[i], NULL, worker, &jobs[i]), 0);
-            }
             for (int i = 0; i < N_THREADS; i++) assert_int_equal(pthread_join(th[i], NULL), 0);
             for (int i = 0; i < N_THREADS; i++) {
+                qmm_context_free(jobs[i].ctx);
                 if (jobs[i].status != QMM_OK)
-                    fail_msg("[H] %s %s thread %d: %s", qmm_type_name((qmm_type)t),
-                             qmm_strategy_name(strategies[s]), i, jobs[i].error);
+                    fail_msg("[H] %s %s at %s thread %d: %s", qmm_type_name((qmm_type)t),
+                             qmm_strategy_name(strategies[s]), qmm_cpu_isa_name(levels[l]), i,
+                             jobs[i].error);
                 if (jobs[i].mismatches != 0)
-                    fail_msg("[H] %s %s thread %d: %d of %d runs differ from the solo run",
-                             qmm_type_name((qmm_type)t), qmm_strategy_name(strategies[s]), i,
-                             jobs[i].mismatches, ITERS);
+                    fail_msg("[H] %s %s at %s thread %d: %d of %d runs differ from the solo run",
+                             qmm_type_name((qmm_type)t), qmm_strategy_name(strategies[s]),
+                             qmm_cpu_isa_name(levels[l]), i, jobs[i].mismatches, ITERS);
             }
         }
         free(x);
