@@ -21,6 +21,8 @@ static const qmm_cpu_impl cpu_impls[] = {
     {QMM_STRATEGY_GEMV, "gemv_avx512", qmm_cpu_x86_gemv_avx512_supports,
      qmm_cpu_x86_matmul_gemv_avx512, QMM_PRECISION_F32},
     {QMM_STRATEGY_GEMV, "gemv_portable", NULL, qmm_cpu_matmul_gemv, QMM_PRECISION_F32},
+    {QMM_STRATEGY_FUSED, "fused_amx_bf16x3", qmm_cpu_x86_fused_amx_f32_supports,
+     qmm_cpu_x86_matmul_fused_amx, QMM_PRECISION_F32},
     {QMM_STRATEGY_FUSED, "fused_amx_bf16", qmm_cpu_x86_fused_amx_supports,
      qmm_cpu_x86_matmul_fused_amx, QMM_PRECISION_HALF},
     {QMM_STRATEGY_FUSED, "fused_portable", NULL, qmm_cpu_matmul_fused, QMM_PRECISION_F32},

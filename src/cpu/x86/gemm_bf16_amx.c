@@ -69,15 +69,19 @@ static float row_amax(const float *src, int64_t k) {
 }
 
 /* Round X rows [j0, j1) to bf16 (nearest even), zero-padded to k_pad; rows >= n are zero.
+ * With parts = 3 (f32 weights) also the residuals: part 1 = bf16(x - part 0), part 2 =
+ * bf16(x - part 0 - part 1), each part_elems bf16 after the previous.
  * A row whose max |x| is outside [2^-40, 2^40] is first divided by its power-of-two row
  * scale (qmm_x86_bf16_row_scale's rule; vscalefps is exact), recorded in xscale[j]. */
 static void convert_x(const float *x, int64_t ldx, int64_t n, int64_t k, int64_t k_pad,
-                      uint16_t *xb, int64_t ldxb, float *xscale, int64_t j0, int64_t j1) {
+                      uint16_t *xb, int64_t ldxb, int parts, int64_t part_elems, float *xscale,
+                      int64_t j0, int64_t j1) {
     for (int64_t j = j0; j < j1; j++) {
         uint16_t *dst = xb + j * ldxb;
         xscale[j] = 1.0f;
         if (j >= n) {
-            memset(dst, 0, (size_t)k_pad * sizeof *dst);
+            for (int part = 0; part < parts; part++)
+                memset(dst + part * part_elems, 0, (size_t)k_pad * sizeof *dst);
             continue;
         }
         const float *src = x + j * ldx;
@@ -103,8 +107,21 @@ static void convert_x(const float *x, int64_t ldx, int64_t n, int64_t k, int64_t
                 lo = _mm512_scalef_ps(lo, neg_e);
                 hi = _mm512_scalef_ps(hi, neg_e);
             }
-            __m512i v = (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
-            _mm512_storeu_si512(dst + p, v);
+            for (int part = 0; part < parts; part++) {
+                const __m512bh v = _mm512_cvtne2ps_pbh(hi, lo);
+                _mm512_storeu_si512(dst + part * part_elems + p, (__m512i)v);
+                if (part + 1 < parts) { /* the rounding residual is exact in f32 */
+                    const __m512i vi = (__m512i)v; /* bf16 0..15 from lo, 16..31 from hi */
+                    const __m512 lo_b = _mm512_castsi512_ps(_mm512_slli_epi32(
+                        _mm512_cvtepu16_epi32(_mm512_castsi512_si256(vi)), 16));
+                    const __m512 hi_b = _mm512_castsi512_ps(_mm512_slli_epi32(
+                        _mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(vi, 1)), 16));
+                    lo = _mm512_sub_ps(lo, lo_b);
+                    hi = _mm512_sub_ps(hi, hi_b);
+                    lo = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(lo, lo, _CMP_ORD_Q), lo); /* Inf-Inf */
+                    hi = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(hi, hi, _CMP_ORD_Q), hi);
+                }
+            }
         }
     }
 }
@@ -164,9 +181,10 @@ static void store_partial(const float *buf, float *y, int64_t ldy, int64_t rows,
 /* One output block: X rows j0.. (nt tiles of 16, nt in {1,2}), W rows i0.. (mt tiles), k
  * steps c0..c1-1 of 32. `acc` (4 KiB, 64-byte aligned) holds the 4 partial f32 tiles between
  * k panels; first: start from zero; last: store into y. */
-static void block(const qmm_x86_bf16_tiles *w, const uint16_t *xb, int64_t ldxb, int64_t n,
-                  int64_t j0, int nt, int64_t i0, int mt, int64_t c0, int64_t c1, float *acc,
-                  bool first, bool last, const float *xscale, float *y, int64_t ldy) {
+static void block(const qmm_x86_bf16_tiles *w, const uint16_t *xb, int64_t ldxb,
+                  int64_t x_part_elems, int64_t n, int64_t j0, int nt, int64_t i0, int mt,
+                  int64_t c0, int64_t c1, float *acc, bool first, bool last,
+                  const float *xscale, float *y, int64_t ldy) {
     const int64_t m = w->m, kc = w->k_pad / 32;
     const int64_t a_stride = ldxb * (int64_t)sizeof(uint16_t);
     const uint16_t *a0 = xb + j0 * ldxb, *a1 = a0 + 16 * ldxb;
@@ -184,7 +202,31 @@ static void block(const qmm_x86_bf16_tiles *w, const uint16_t *xb, int64_t ldxb,
         _tile_loadd(2, acc + 512, 64);
         _tile_loadd(3, acc + 768, 64);
     }
-    if (nt == 2 && mt == 2) {
+    if (w->parts == 3) {
+        /* f32 weights: x = xh + xm + xl and w = wh + wm + wl (bf16 parts 0, 1, 2); per k
+         * step the six products down to 2^-17 relative, in this fixed order:
+         * xh*wh, xh*wm, xh*wl, xm*wh, xm*wm, xl*wh (one X part loaded per group). */
+        static const int x_part[3] = {0, 1, 2}, w_parts[3] = {3, 2, 1};
+        const size_t xpart = (size_t)x_part_elems, wpart = (size_t)(w->m_pad * w->k_pad);
+        for (int64_t c = c0; c < c1; c++) {
+            for (int g = 0; g < 3; g++) {
+                const uint16_t *ap = a0 + x_part[g] * xpart + c * 32;
+                _tile_loadd(4, ap, a_stride);
+                if (nt == 2) _tile_loadd(5, ap + 16 * ldxb, a_stride);
+                for (int q = 0; q < w_parts[g]; q++) {
+                    const uint16_t *bp = b0 + q * wpart + c * 512;
+                    _tile_loadd(6, bp, 64);
+                    _tile_dpbf16ps(0, 4, 6);
+                    if (nt == 2) _tile_dpbf16ps(2, 5, 6);
+                    if (mt == 2) {
+                        _tile_loadd(7, bp + (size_t)kc * 512, 64);
+                        _tile_dpbf16ps(1, 4, 7);
+                        if (nt == 2) _tile_dpbf16ps(3, 5, 7);
+                    }
+                }
+            }
+        }
+    } else if (nt == 2 && mt == 2) {
         for (int64_t c = c0; c < c1; c++) {
             _tile_loadd(4, a0 + c * 32, a_stride);
             _tile_loadd(6, b0 + c * 512, 64);
@@ -229,7 +271,7 @@ static void block(const qmm_x86_bf16_tiles *w, const uint16_t *xb, int64_t ldxb,
 /* Scratch layout: the bf16 copy of X, one conversion flag per X block (rounded to 64
  * bytes), then ACC_BYTES per thread. */
 static size_t xb_bytes(const qmm_x86_bf16_tiles *w, int64_t n) {
-    return (size_t)n_padded(n) * (size_t)x_stride(w) * sizeof(uint16_t);
+    return (size_t)w->parts * (size_t)n_padded(n) * (size_t)x_stride(w) * sizeof(uint16_t);
 }
 static size_t flag_bytes(int64_t n) {
     return ((size_t)(n_padded(n) + 31) / 32 * sizeof(atomic_int) + 63) / 64 * 64;
@@ -252,7 +294,7 @@ static void need_x_block(atomic_int *flags, int64_t b, const float *x, int64_t l
     if (atomic_compare_exchange_strong_explicit(&flags[b], &expected, 1, memory_order_acq_rel,
                                                 memory_order_acquire)) {
         const int64_t j1 = 32 * b + 32 < n_pad ? 32 * b + 32 : n_pad;
-        convert_x(x, ldx, n, w->k, w->k_pad, xb, ldxb, xscale, 32 * b, j1);
+        convert_x(x, ldx, n, w->k, w->k_pad, xb, ldxb, w->parts, n_pad * ldxb, xscale, 32 * b, j1);
         atomic_store_explicit(&flags[b], 2, memory_order_release);
         return;
     }
@@ -263,7 +305,8 @@ static void need_x_block(atomic_int *flags, int64_t b, const float *x, int64_t l
 static void run_task(const qmm_x86_bf16_tiles *w, const uint16_t *xb, int64_t ldxb, int64_t n,
                      int64_t n_pad, int64_t xb0, int64_t xb1, int64_t g0, int64_t g1,
                      float *acc, const float *xscale, float *y, int64_t ldy) {
-    const int64_t kc = w->k_pad / 32, kbc = KB / 32;
+    /* three parts (f32 weights) triple the panel bytes: a third of the panel length */
+    const int64_t kc = w->k_pad / 32, kbc = w->parts == 3 ? (KB / 32 + 2) / 3 : KB / 32;
     for (int64_t c0 = 0; c0 < kc; c0 += kbc) {
         const int64_t c1 = c0 + kbc < kc ? c0 + kbc : kc;
         for (int64_t xbi = xb0; xbi < xb1; xbi++) {
@@ -273,7 +316,8 @@ static void run_task(const qmm_x86_bf16_tiles *w, const uint16_t *xb, int64_t ld
                 const int64_t i0 = wbi * 32;
                 const int mt = w->m_pad - i0 >= 32 ? 2 : 1;
                 float *a = acc + ((xbi - xb0) * GROUP_W + (wbi - g0)) * 1024;
-                block(w, xb, ldxb, n, j0, nt, i0, mt, c0, c1, a, c0 == 0, c1 == kc, xscale, y, ldy);
+                block(w, xb, ldxb, n_pad * ldxb, n, j0, nt, i0, mt, c0, c1, a, c0 == 0, c1 == kc,
+                      xscale, y, ldy);
             }
         }
     }

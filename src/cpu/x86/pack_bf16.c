@@ -1,5 +1,6 @@
 /*
- * pack_bf16.c — packs any weight type into bf16 AMX B-tiles (layout in x86_kernels.h).
+ * pack_bf16.c — packs any weight type into bf16 AMX B-tiles (layout in x86_kernels.h); f32
+ * weights as three bf16 parts (hi, mid, lo) for the f32-accurate bf16x3 GEMM.
  * Portable C (no -m flags): it runs once per weights object, at creation, on OpenMP threads
  * (row groups of 16 split statically; each group is written by one thread).
  */
@@ -28,9 +29,10 @@ qmm_status qmm_x86_bf16_tiles_pack(qmm_type type, int64_t m, int64_t k, const vo
                          (int)type);
     const int64_t m_pad = (m + QMM_X86_TILE_M - 1) / QMM_X86_TILE_M * QMM_X86_TILE_M;
     const int64_t k_pad = (k + QMM_X86_TILE_K - 1) / QMM_X86_TILE_K * QMM_X86_TILE_K;
+    const int parts = type == QMM_TYPE_F32 ? 3 : 1;
     size_t elems, bytes;
     if (!qmm_mul_size((size_t)m_pad, (size_t)k_pad, &elems) ||
-        !qmm_mul_size(elems, sizeof(uint16_t), &bytes))
+        !qmm_mul_size(elems, sizeof(uint16_t) * (size_t)parts, &bytes))
         return qmm_error(QMM_ERR_OUT_OF_MEMORY, "bf16 tile packing: %lld x %lld overflows",
                          (long long)m, (long long)k);
     uint16_t *data = aligned_alloc(64, bytes);
@@ -65,12 +67,17 @@ qmm_status qmm_x86_bf16_tiles_pack(qmm_type type, int64_t m, int64_t k, const vo
                     const int e = ilogbf(row_scale[i]);
                     for (int64_t p = 0; p < k; p++) row[p] = ldexpf(row[p], -e);
                 }
-                for (int64_t c = 0; c < kc; c++) {
-                    uint16_t *tile = data + (size_t)(g * kc + c) * (QMM_X86_TILE_M * QMM_X86_TILE_K);
-                    const float *src = row + c * QMM_X86_TILE_K;
-                    for (int r = 0; r < QMM_X86_TILE_K / 2; r++) {
-                        tile[r * 32 + 2 * j] = qmm_fp32_to_bf16(src[2 * r]);
-                        tile[r * 32 + 2 * j + 1] = qmm_fp32_to_bf16(src[2 * r + 1]);
+                for (int part = 0; part < parts; part++) {
+                    uint16_t *pdata = data + (size_t)part * elems;
+                    for (int64_t c = 0; c < kc; c++) {
+                        uint16_t *tile = pdata + (size_t)(g * kc + c) * (QMM_X86_TILE_M * QMM_X86_TILE_K);
+                        float *src = row + c * QMM_X86_TILE_K;
+                        for (int e = 0; e < QMM_X86_TILE_K; e++) {
+                            const uint16_t b = qmm_fp32_to_bf16(src[e]);
+                            tile[(e / 2) * 32 + 2 * j + e % 2] = b;
+                            /* residual for the next part (exact; 0 for Inf/NaN) */
+                            src[e] = isfinite(src[e]) ? src[e] - qmm_bf16_to_fp32(b) : 0.0f;
+                        }
                     }
                 }
             }
@@ -84,6 +91,7 @@ qmm_status qmm_x86_bf16_tiles_pack(qmm_type type, int64_t m, int64_t k, const vo
     }
     out->data = data;
     out->row_scale = row_scale;
+    out->parts = parts;
     out->m = m;
     out->k = k;
     out->m_pad = m_pad;

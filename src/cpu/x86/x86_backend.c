@@ -14,7 +14,9 @@ static qmm_cpu_isa ctx_isa(const qmm_context *ctx) {
 qmm_status qmm_cpu_x86_weights_init(const qmm_context *ctx, qmm_weights *w) {
     qmm_cpu_weights *cw = w->backend;
     cw->x86 = NULL;
-    if (!qmm_cpu_x86_fused_amx_supports(ctx, w->type, &(const char *){NULL})) return QMM_OK;
+    if (!qmm_cpu_x86_fused_amx_supports(ctx, w->type, &(const char *){NULL}) &&
+        !qmm_cpu_x86_fused_amx_f32_supports(ctx, w->type, &(const char *){NULL}))
+        return QMM_OK;
     qmm_x86_weights *xw = calloc(1, sizeof *xw);
     if (xw == NULL)
         return qmm_error(QMM_ERR_OUT_OF_MEMORY, "cannot allocate the x86 weights record");
@@ -55,6 +57,19 @@ bool qmm_cpu_x86_fused_amx_supports(const qmm_context *ctx, qmm_type type, const
     }
     if (type == QMM_TYPE_F32) {
         *why = "f32 weights stay on the exact f32 paths";
+        return false;
+    }
+    return true;
+}
+
+bool qmm_cpu_x86_fused_amx_f32_supports(const qmm_context *ctx, qmm_type type,
+                                        const char **why) {
+    if (ctx_isa(ctx) < QMM_CPU_ISA_AMX) {
+        *why = "the context's ISA level is below amx";
+        return false;
+    }
+    if (type != QMM_TYPE_F32) {
+        *why = "the three-part bf16 GEMM is only for f32 weights";
         return false;
     }
     return true;

@@ -30,6 +30,10 @@ void qmm_cpu_x86_weights_release(qmm_weights *w);
 
 /* fused on AMX-BF16: any weight type but f32 (kept on the exact f32 paths). */
 bool qmm_cpu_x86_fused_amx_supports(const qmm_context *ctx, qmm_type type, const char **why);
+/* fused for f32 weights on AMX-BF16 with X and W split into three bf16 parts each (six
+ * products per k step; f32-level error, see docs/KERNELS.md); runs qmm_cpu_x86_matmul_fused_amx. */
+bool qmm_cpu_x86_fused_amx_f32_supports(const qmm_context *ctx, qmm_type type,
+                                        const char **why);
 qmm_status qmm_cpu_x86_matmul_fused_amx(qmm_context *ctx, const qmm_weights *w, int64_t n,
                                         const float *x, int64_t ldx, float *y, int64_t ldy);
 

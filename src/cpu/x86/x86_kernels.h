@@ -24,7 +24,8 @@
  * (0..15) holds the pair W[16g+j][32c+2r], W[16g+j][32c+2r+1] (4 bytes), so a tile is 16
  * rows of 64 bytes. Tiles of one row group g are consecutive in c:
  *     tile (g, c) at data + (g * (k_pad / 32) + c) * 512   (uint16 elements).
- * Memory: m_pad * k_pad * 2 bytes (e.g. 4.0x the q4_0 bytes, 1.9x q8_0, 0.5x f32).
+ * Memory: parts * m_pad * k_pad * 2 bytes (e.g. 4.0x the q4_0 bytes, 1.9x q8_0; f32 with 3
+ * parts: 1.5x the f32 bytes).
  * ------------------------------------------------------------------------------------- */
 
 #define QMM_X86_TILE_M 16  /* W rows (output columns) per tile */
@@ -37,6 +38,10 @@ typedef struct qmm_x86_bf16_tiles {
      * flush of bf16 subnormal inputs and products cannot drop tiny rows. The GEMM multiplies
      * the outputs back (exact). */
     float *row_scale;
+    /* 1, or 3 for f32 weights: parts p = 0, 1, 2 at data + p * m_pad * k_pad hold
+     * bf16(w), bf16(w - part 0), bf16(w - part 0 - part 1) (the residuals are exact in f32),
+     * so part 0 + part 1 + part 2 = w to about 2^-24 relative. */
+    int parts;
     int64_t m, k;     /* logical shape */
     int64_t m_pad, k_pad;
 } qmm_x86_bf16_tiles;
