@@ -4,6 +4,11 @@
  * Not part of the library. Build (after building build-simd/libqmm.a):
  *   gcc -O2 -fopenmp -I include -I src dev/amx_bf16_gemm.c build-simd/libqmm.a \
  *       $(pkg-config --libs openblas) -lm -o build-simd/amx_bf16_gemm
+ * Blocking experiments: compile the kernel into the program with other constants, e.g.
+ *   gcc -O2 -fopenmp -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512bf16 -mamx-tile \
+ *       -mamx-bf16 -DKB=512 -DGROUP_W=4 -I include -I src dev/amx_bf16_gemm.c \
+ *       src/cpu/x86/gemm_bf16_amx.c build-amx/libqmm.a $(pkg-config --libs openblas) -lm
+ * (the archive's copy of the kernel is then not linked).
  * Run: build-simd/amx_bf16_gemm TYPE M K N [ITERS]     e.g. q4_0 4608 1024 512 20
  * Checks the first min(n, 64) output rows against qmm_matmul_ref (bf16 path limits:
  * nmse <= 1e-5, max_rel_err <= 1e-2), then prints the best and median time of ITERS runs.
