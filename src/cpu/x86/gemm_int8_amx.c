@@ -12,10 +12,12 @@
  *     q4_K:  acc[r] = fma(s[r][c], mn_w[c], acc[r])          (mn_w = -(dmin * mn))
  * so an output depends only on its X row, its W row and k (batch invariant).
  * Threads: tasks of (up to 8 W tiles) x (up to 4 X tiles) handed out one at a time
- * (schedule(dynamic)); each output belongs to one task, so the schedule changes no bit.
+ * (schedule(dynamic)); each output belongs to one task, so the schedule changes no bit. X is
+ * quantized per 16-row tile by the first task that needs it (no barrier).
  * Tile configuration: inline-asm ldtilecfg (see gemm_bf16_amx.c for why).
  */
 #include <immintrin.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <string.h>
 
@@ -61,9 +63,13 @@ static size_t xq_bytes(const qmm_x86_int8_tiles *w, int64_t n) {
     return ((size_t)n_padded(n) * (size_t)xq_stride(w->k) + 63) / 64 * 64;
 }
 
+static size_t scale_bytes(const qmm_x86_int8_tiles *w, int64_t n) {
+    return ((size_t)n_padded(n) * (size_t)(w->k / 32) * sizeof(float) + 63) / 64 * 64;
+}
+
+/* Scratch: int8 X, dx, s, then one quantization flag per 16-row X tile. */
 size_t qmm_x86_gemm_int8_amx_scratch(const qmm_x86_int8_tiles *w, int64_t n) {
-    const size_t per = ((size_t)n_padded(n) * (size_t)(w->k / 32) * sizeof(float) + 63) / 64 * 64;
-    return xq_bytes(w, n) + 2 * per;
+    return xq_bytes(w, n) + 2 * scale_bytes(w, n) + (size_t)(n_padded(n) / 16) * sizeof(atomic_int);
 }
 
 /* Quantize one X row into q (k bytes), dx and s (k/32 floats each, `ld` floats apart: the
@@ -87,6 +93,31 @@ static void quantize_row(const float *x, int64_t k, int8_t *q, float *dx, float 
         dx[c * ld] = d;
         s[c * ld] = d * (float)_mm512_reduce_add_epi32(_mm512_add_epi32(qlo, qhi));
     }
+}
+
+/* Quantize X tile t (rows 16t..16t+15; rows >= n are zeros) unless done: the first task
+ * that needs it quantizes it, others wait (no barrier; the result does not depend on which
+ * thread does it). Scales of a tile are stored block-major: dx[(t*kc + c)*16 + r]. */
+static void need_x_tile(atomic_int *flags, int64_t t, const float *x, int64_t ldx, int64_t n,
+                        int64_t k, int8_t *xq, int64_t ldq, float *xd, float *xs) {
+    if (atomic_load_explicit(&flags[t], memory_order_acquire) == 2) return;
+    int expected = 0;
+    if (!atomic_compare_exchange_strong_explicit(&flags[t], &expected, 1, memory_order_acq_rel,
+                                                 memory_order_acquire)) {
+        while (atomic_load_explicit(&flags[t], memory_order_acquire) != 2) _mm_pause();
+        return;
+    }
+    const int64_t kc = k / 32;
+    for (int64_t j = 16 * t; j < 16 * t + 16; j++) {
+        const int64_t at = t * 16 * kc + j % 16;
+        if (j < n) {
+            quantize_row(x + j * ldx, k, xq + j * ldq, xd + at, xs + at, 16);
+        } else {
+            memset(xq + j * ldq, 0, (size_t)k);
+            for (int64_t c = 0; c < kc; c++) xd[at + 16 * c] = xs[at + 16 * c] = 0.0f;
+        }
+    }
+    atomic_store_explicit(&flags[t], 2, memory_order_release);
 }
 
 /* Add one 16 x 16 int32 block result (buf) with its scales into the accumulators. */
@@ -177,10 +208,11 @@ static void tile(const qmm_x86_int8_tiles *w, const int8_t *xq, int64_t ldq, con
 
 void qmm_x86_gemm_int8_amx(const qmm_x86_int8_tiles *w, int64_t n, const float *x,
                            int64_t ldx, float *y, int64_t ldy, void *scratch, int n_threads) {
-    const int64_t k = w->k, kc = k / 32, ldq = xq_stride(k), n_pad = n_padded(n);
+    const int64_t k = w->k, ldq = xq_stride(k), n_pad = n_padded(n);
     int8_t *xq = scratch;
     float *xd = (float *)((unsigned char *)scratch + xq_bytes(w, n));
-    float *xs = xd + ((size_t)n_pad * (size_t)kc + 15) / 16 * 16;
+    float *xs = (float *)((unsigned char *)xd + scale_bytes(w, n));
+    atomic_int *flags = (atomic_int *)((unsigned char *)xs + scale_bytes(w, n));
     const int64_t x_tiles = n_pad / 16, w_tiles = w->m_pad / 16;
     const int64_t x_chunks = (x_tiles + X_CHUNK - 1) / X_CHUNK;
     int threads = n_threads < 1 ? 1 : n_threads;
@@ -189,24 +221,16 @@ void qmm_x86_gemm_int8_amx(const qmm_x86_int8_tiles *w, int64_t n, const float *
         group /= 2;
     const int64_t w_groups = (w_tiles + group - 1) / group, tasks = w_groups * x_chunks;
     if (threads > tasks) threads = (int)tasks;
+    for (int64_t t = 0; t < x_tiles; t++) atomic_init(&flags[t], 0);
 #pragma omp parallel num_threads(threads)
     {
-#pragma omp for schedule(static)
-        for (int64_t j = 0; j < n_pad; j++) {
-            const int64_t at = j / 16 * 16 * kc + j % 16; /* scales: tile-major, then c, then row */
-            if (j < n) {
-                quantize_row(x + j * ldx, k, xq + j * ldq, xd + at, xs + at, 16);
-            } else {
-                memset(xq + j * ldq, 0, (size_t)k);
-                for (int64_t c = 0; c < kc; c++) xd[at + 16 * c] = xs[at + 16 * c] = 0.0f;
-            }
-        }
         tiles_configure();
 #pragma omp for schedule(dynamic, 1) nowait
         for (int64_t task = 0; task < tasks; task++) {
             const int64_t gi = task / x_chunks, xc = task % x_chunks;
             const int64_t g0 = gi * group, g1 = g0 + group < w_tiles ? g0 + group : w_tiles;
             const int64_t t0 = xc * X_CHUNK, t1 = t0 + X_CHUNK < x_tiles ? t0 + X_CHUNK : x_tiles;
+            for (int64_t t = t0; t < t1; t++) need_x_tile(flags, t, x, ldx, n, k, xq, ldq, xd, xs);
             for (int64_t g = g0; g < g1; g++)
                 for (int64_t t = t0; t < t1; t++) tile(w, xq, ldq, xd, xs, n, t * 16, g, y, ldy);
         }
