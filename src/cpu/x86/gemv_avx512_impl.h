@@ -10,10 +10,15 @@
  *
  * The summation order of one output depends only on k (never on nr, the row's position, the
  * thread or the thread count):
- *   - element p goes into lane p % 16 of accumulator (p / 16) % 2, as one f32 FMA, in
- *     increasing p within each accumulator;
- *   - at the end the two accumulators are added (16 f32 adds), the 16 lanes are widened to
- *     double and summed by a fixed tree, and the double is rounded once to float.
+ *   - k is cut into panels of QMM_GEMV_PANEL = 1024 elements from 0 (the last may be shorter);
+ *   - inside a panel, element p goes into lane p % 16 of f32 accumulator (p / 16) % 2, as
+ *     one FMA, in increasing p;
+ *   - at the end of a panel the two accumulators are added (16 f32 adds) and the 16 lanes
+ *     are widened and added to 16 double lanes;
+ *   - at the end the 16 double lanes are summed by a fixed tree and rounded once to float.
+ * Error (u = 2^-24): per panel at most 32 FMA roundings and one add per lane, so |err| <=
+ * 33 u * sum |x w| to first order for any k, plus the double sums (about (k/1024) 2^-53
+ * sum |x w|) and u/2 |y| for the store — the same class as the portable f32 path (36 u).
  */
 #ifndef QMM_CPU_X86_GEMV_AVX512_IMPL_H
 #define QMM_CPU_X86_GEMV_AVX512_IMPL_H
@@ -23,6 +28,11 @@
 #include <string.h>
 
 #include "formats/blocks.h"
+
+/* Elements per f32 panel (a power of two, a multiple of 256): the f32 accumulators are
+ * widened into double lanes at the end of each panel. 1024 rather than 256: the flush costs
+ * ~15% of the n = 1 decode rate at 256, ~4% at 1024; the bound below stays independent of k. */
+#define QMM_GEMV_PANEL 1024
 
 /* X rows one row kernel handles per pass (2 accumulators each = 16 zmm registers). */
 #define QMM_GEMV_MAX_NR 8
@@ -78,17 +88,33 @@ QMM_GEMV_INLINE void qmm_gemv_halves(const unsigned char *first, size_t stride, 
     _mm512_storeu_ps(out, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)h)));
 }
 
-/* The accumulators of nr X rows: acc[j][0] gets the 16-element groups with even p / 16,
- * acc[j][1] the odd ones. */
+/* The accumulators of nr X rows: a[j][0] gets the 16-element groups with even p / 16 of the
+ * current panel, a[j][1] the odd ones; at the end of each panel they are added
+ * and the 16 lanes widened into the double lanes d[j][0] (lanes 0-7) and d[j][1] (8-15). */
 typedef struct qmm_gemv_acc {
     __m512 a[QMM_GEMV_MAX_NR][2];
+    __m512d d[QMM_GEMV_MAX_NR][2];
 } qmm_gemv_acc;
 
 QMM_GEMV_INLINE void qmm_gemv_acc_zero(qmm_gemv_acc *acc, int nr) {
-    for (int j = 0; j < nr; j++) acc->a[j][0] = acc->a[j][1] = _mm512_setzero_ps();
+    for (int j = 0; j < nr; j++) {
+        acc->a[j][0] = acc->a[j][1] = _mm512_setzero_ps();
+        acc->d[j][0] = acc->d[j][1] = _mm512_setzero_pd();
+    }
 }
 
-/* Multiply the 16 decoded W values of elements p..p+15 (p a multiple of 16) into every X row. */
+/* End of a panel: a[j][0] + a[j][1] widened into d[j], a[j] cleared. */
+QMM_GEMV_INLINE void qmm_gemv_flush(qmm_gemv_acc *acc, int nr) {
+    for (int j = 0; j < nr; j++) {
+        const __m512 v = _mm512_add_ps(acc->a[j][0], acc->a[j][1]);
+        acc->d[j][0] = _mm512_add_pd(acc->d[j][0], _mm512_cvtps_pd(_mm512_castps512_ps256(v)));
+        acc->d[j][1] = _mm512_add_pd(acc->d[j][1], _mm512_cvtps_pd(_mm512_extractf32x8_ps(v, 1)));
+        acc->a[j][0] = acc->a[j][1] = _mm512_setzero_ps();
+    }
+}
+
+/* Multiply the 16 decoded W values of elements p..p+15 (p a multiple of 16, increasing) into
+ * every X row. */
 QMM_GEMV_INLINE void qmm_gemv_fma16(qmm_gemv_acc *acc, int nr, __m512 w, const float *x,
                                     int64_t ldx, int64_t p) {
     const int par = (int)((p >> 4) & 1);
@@ -96,13 +122,20 @@ QMM_GEMV_INLINE void qmm_gemv_fma16(qmm_gemv_acc *acc, int nr, __m512 w, const f
         acc->a[j][par] = _mm512_fmadd_ps(w, _mm512_loadu_ps(x + j * ldx + p), acc->a[j][par]);
 }
 
-/* Sum the accumulators of each X row in the fixed order and store y[j*ldy]. */
-QMM_GEMV_INLINE void qmm_gemv_store1(const qmm_gemv_acc *acc, int nr, float *y, int64_t ldy) {
+/* Called after each block (`done` blocks of `block` elements so far): flushes the R rows'
+ * accumulators when a panel is complete. */
+QMM_GEMV_INLINE void qmm_gemv_panel_end(qmm_gemv_acc *acc, int R, int nr, int64_t done,
+                                        int block) {
+    if (done % (QMM_GEMV_PANEL / block) == 0)
+        for (int r = 0; r < R; r++) qmm_gemv_flush(&acc[r], nr);
+}
+
+/* Flush the last (partial) panel, sum the 16 double lanes of each X row in a fixed tree,
+ * round once to float and store y[j*ldy]. */
+QMM_GEMV_INLINE void qmm_gemv_store1(qmm_gemv_acc *acc, int nr, float *y, int64_t ldy) {
+    qmm_gemv_flush(acc, nr);
     for (int j = 0; j < nr; j++) {
-        const __m512 v = _mm512_add_ps(acc->a[j][0], acc->a[j][1]);
-        const __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
-        const __m512d hi = _mm512_cvtps_pd(_mm512_extractf32x8_ps(v, 1));
-        const __m512d s8 = _mm512_add_pd(lo, hi);
+        const __m512d s8 = _mm512_add_pd(acc->d[j][0], acc->d[j][1]);
         const __m256d s4 = _mm256_add_pd(_mm512_castpd512_pd256(s8), _mm512_extractf64x4_pd(s8, 1));
         const __m128d s2 = _mm_add_pd(_mm256_castpd256_pd128(s4), _mm256_extractf128_pd(s4, 1));
         const __m128d s1 = _mm_add_sd(s2, _mm_unpackhi_pd(s2, s2));
@@ -111,7 +144,7 @@ QMM_GEMV_INLINE void qmm_gemv_store1(const qmm_gemv_acc *acc, int nr, float *y, 
 }
 
 /* qmm_gemv_store1 for R W rows: row r's outputs go to y[j*ldy + r]. */
-QMM_GEMV_INLINE void qmm_gemv_store(const qmm_gemv_acc *acc, int R, int nr, float *y,
+QMM_GEMV_INLINE void qmm_gemv_store(qmm_gemv_acc *acc, int R, int nr, float *y,
                                     int64_t ldy) {
     for (int r = 0; r < R; r++) qmm_gemv_store1(&acc[r], nr, y + r, ldy);
 }

@@ -66,6 +66,7 @@ QMM_GEMV_INLINE void q2_K_body(BODY_ARGS) {
                                        QK_K * i + 128 * h + 32 * p + 16 * half);
                     }
             }
+        qmm_gemv_panel_end(acc, R, nr, i + 1, QK_K);
     }
     qmm_gemv_store(acc, R, nr, y, ldy);
 }
@@ -123,6 +124,7 @@ QMM_GEMV_INLINE void q3_K_body(BODY_ARGS) {
         for (int c = 0; c < 16; c++)
             for (int r = 0; r < R; r++)
                 qmm_gemv_fma_staged(&acc[r], nr, q[r], dl[r], c, x, ldx, QK_K * i + 16 * c);
+        qmm_gemv_panel_end(acc, R, nr, i + 1, QK_K);
     }
     qmm_gemv_store(acc, R, nr, y, ldy);
 }
@@ -188,6 +190,7 @@ QMM_GEMV_INLINE void q45_K_body(BODY_ARGS, int with_qh) {
                                        QK_K * i + 64 * c + 32 * s + 16 * half);
                     }
             }
+        qmm_gemv_panel_end(acc, R, nr, i + 1, QK_K);
     }
     qmm_gemv_store(acc, R, nr, y, ldy);
 }
@@ -232,6 +235,7 @@ QMM_GEMV_INLINE void q6_K_body(BODY_ARGS) {
         for (int c = 0; c < 16; c++)
             for (int r = 0; r < R; r++)
                 qmm_gemv_fma_staged(&acc[r], nr, q[r], ds[r], c, x, ldx, QK_K * i + 16 * c);
+        qmm_gemv_panel_end(acc, R, nr, i + 1, QK_K);
     }
     qmm_gemv_store(acc, R, nr, y, ldy);
 }

@@ -55,6 +55,7 @@ QMM_GEMV_INLINE void q4_body(BODY_ARGS, int with_min) {
             qmm_gemv_fma16(&acc[r], nr, _mm512_permutexvar_ps(_mm512_srli_epi32(q, 4), tab), x,
                            ldx, 32 * i + 16);
         }
+        qmm_gemv_panel_end(acc, R, nr, i + 1, 32);
     }
     qmm_gemv_store(acc, R, nr, y, ldy);
 }
@@ -103,6 +104,7 @@ QMM_GEMV_INLINE void q5_body(BODY_ARGS, int with_min) {
             qmm_gemv_fma16(&acc[r], nr, _mm512_permutex2var_ps(tlo, i0, thi), x, ldx, 32 * i);
             qmm_gemv_fma16(&acc[r], nr, _mm512_permutex2var_ps(tlo, i1, thi), x, ldx, 32 * i + 16);
         }
+        qmm_gemv_panel_end(acc, R, nr, i + 1, 32);
     }
     qmm_gemv_store(acc, R, nr, y, ldy);
 }
@@ -130,6 +132,7 @@ QMM_GEMV_INLINE void q8_0_body(BODY_ARGS) {
                                32 * i + 16 * h);
             }
         }
+        qmm_gemv_panel_end(acc, R, nr, i + 1, 32);
     }
     qmm_gemv_store(acc, R, nr, y, ldy);
 }
