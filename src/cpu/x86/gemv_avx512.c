@@ -15,7 +15,7 @@
 
 /* W rows per task: tasks go to the threads dynamically (a busy core does not hold up the
  * call); a chunk stays in L2 while the groups of 8 X rows of n > 8 pass over it. */
-#define GEMV_ROWS_PER_CHUNK 64
+#define GEMV_ROWS_PER_CHUNK QMM_GEMV_MAX_ROWS
 
 /* Below this many multiply-adds a call runs on one thread (a team costs more). */
 #define GEMV_MIN_MACS_PER_THREAD ((int64_t)1 << 18)

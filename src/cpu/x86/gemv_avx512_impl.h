@@ -39,7 +39,7 @@
 
 #define QMM_GEMV_INLINE static inline __attribute__((always_inline))
 
-/* A row kernel: rows consecutive W rows (row r at w + r*row_stride) against nr in
+/* A row kernel: rows <= QMM_GEMV_MAX_ROWS consecutive W rows (row r at w + r*row_stride) against nr in
  * 1..QMM_GEMV_MAX_NR X rows (row j at x + j*ldx, k floats read); writes y[j*ldy + r].
  * k is a multiple of the type's block size. */
 typedef void (*qmm_gemv_row_fn)(const unsigned char *w, size_t row_stride, int64_t rows,
@@ -88,27 +88,36 @@ QMM_GEMV_INLINE void qmm_gemv_halves(const unsigned char *first, size_t stride, 
     _mm512_storeu_ps(out, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)h)));
 }
 
-/* The accumulators of nr X rows: a[j][0] gets the 16-element groups with even p / 16 of the
- * current panel, a[j][1] the odd ones; at the end of each panel they are added
- * and the 16 lanes widened into the double lanes d[j][0] (lanes 0-7) and d[j][1] (8-15). */
+/* The f32 accumulators of nr X rows for the current panel: a[j][0] gets the 16-element groups
+ * with even p / 16, a[j][1] the odd ones. Lives in registers inside a body. */
 typedef struct qmm_gemv_acc {
     __m512 a[QMM_GEMV_MAX_NR][2];
-    __m512d d[QMM_GEMV_MAX_NR][2];
 } qmm_gemv_acc;
 
+/* The 16 double lanes of nr X rows, kept across panels (in memory: touched once per panel). */
+typedef struct qmm_gemv_dacc {
+    double d[QMM_GEMV_MAX_NR][16];
+} qmm_gemv_dacc;
+
 QMM_GEMV_INLINE void qmm_gemv_acc_zero(qmm_gemv_acc *acc, int nr) {
+    for (int j = 0; j < nr; j++) acc->a[j][0] = acc->a[j][1] = _mm512_setzero_ps();
+}
+
+QMM_GEMV_INLINE void qmm_gemv_dacc_zero(qmm_gemv_dacc *dacc, int nr) {
     for (int j = 0; j < nr; j++) {
-        acc->a[j][0] = acc->a[j][1] = _mm512_setzero_ps();
-        acc->d[j][0] = acc->d[j][1] = _mm512_setzero_pd();
+        _mm512_storeu_pd(dacc->d[j], _mm512_setzero_pd());
+        _mm512_storeu_pd(dacc->d[j] + 8, _mm512_setzero_pd());
     }
 }
 
-/* End of a panel: a[j][0] + a[j][1] widened into d[j], a[j] cleared. */
-QMM_GEMV_INLINE void qmm_gemv_flush(qmm_gemv_acc *acc, int nr) {
+/* End of a panel: a[j][0] + a[j][1] widened and added into the double lanes, a[j] cleared. */
+QMM_GEMV_INLINE void qmm_gemv_flush(qmm_gemv_acc *acc, qmm_gemv_dacc *dacc, int nr) {
     for (int j = 0; j < nr; j++) {
         const __m512 v = _mm512_add_ps(acc->a[j][0], acc->a[j][1]);
-        acc->d[j][0] = _mm512_add_pd(acc->d[j][0], _mm512_cvtps_pd(_mm512_castps512_ps256(v)));
-        acc->d[j][1] = _mm512_add_pd(acc->d[j][1], _mm512_cvtps_pd(_mm512_extractf32x8_ps(v, 1)));
+        _mm512_storeu_pd(dacc->d[j], _mm512_add_pd(_mm512_loadu_pd(dacc->d[j]),
+                                                   _mm512_cvtps_pd(_mm512_castps512_ps256(v))));
+        _mm512_storeu_pd(dacc->d[j] + 8, _mm512_add_pd(_mm512_loadu_pd(dacc->d[j] + 8),
+                                                       _mm512_cvtps_pd(_mm512_extractf32x8_ps(v, 1))));
         acc->a[j][0] = acc->a[j][1] = _mm512_setzero_ps();
     }
 }
@@ -124,29 +133,28 @@ QMM_GEMV_INLINE void qmm_gemv_fma16(qmm_gemv_acc *acc, int nr, __m512 w, const f
 
 /* Called after each block (`done` blocks of `block` elements so far): flushes the R rows'
  * accumulators when a panel is complete. */
-QMM_GEMV_INLINE void qmm_gemv_panel_end(qmm_gemv_acc *acc, int R, int nr, int64_t done,
-                                        int block) {
+QMM_GEMV_INLINE void qmm_gemv_panel_end(qmm_gemv_acc *acc, qmm_gemv_dacc *dacc, int R, int nr,
+                                        int64_t done, int block) {
     if (done % (QMM_GEMV_PANEL / block) == 0)
-        for (int r = 0; r < R; r++) qmm_gemv_flush(&acc[r], nr);
+        for (int r = 0; r < R; r++) qmm_gemv_flush(&acc[r], &dacc[r], nr);
 }
 
-/* Flush the last (partial) panel, sum the 16 double lanes of each X row in a fixed tree,
- * round once to float and store y[j*ldy]. */
-QMM_GEMV_INLINE void qmm_gemv_store1(qmm_gemv_acc *acc, int nr, float *y, int64_t ldy) {
-    qmm_gemv_flush(acc, nr);
+/* End of a body's block range: flush what is left (a partial panel; adding +0.0 to the
+ * double lanes after a complete panel changes nothing). */
+QMM_GEMV_INLINE void qmm_gemv_body_end(qmm_gemv_acc *acc, qmm_gemv_dacc *dacc, int R, int nr) {
+    for (int r = 0; r < R; r++) qmm_gemv_flush(&acc[r], &dacc[r], nr);
+}
+
+/* Sum the 16 double lanes of each X row in a fixed tree, round once to float, store
+ * y[j*ldy]. */
+QMM_GEMV_INLINE void qmm_gemv_store1(const qmm_gemv_dacc *dacc, int nr, float *y, int64_t ldy) {
     for (int j = 0; j < nr; j++) {
-        const __m512d s8 = _mm512_add_pd(acc->d[j][0], acc->d[j][1]);
+        const __m512d s8 = _mm512_add_pd(_mm512_loadu_pd(dacc->d[j]), _mm512_loadu_pd(dacc->d[j] + 8));
         const __m256d s4 = _mm256_add_pd(_mm512_castpd512_pd256(s8), _mm512_extractf64x4_pd(s8, 1));
         const __m128d s2 = _mm_add_pd(_mm256_castpd256_pd128(s4), _mm256_extractf128_pd(s4, 1));
         const __m128d s1 = _mm_add_sd(s2, _mm_unpackhi_pd(s2, s2));
         y[j * ldy] = (float)_mm_cvtsd_f64(s1);
     }
-}
-
-/* qmm_gemv_store1 for R W rows: row r's outputs go to y[j*ldy + r]. */
-QMM_GEMV_INLINE void qmm_gemv_store(qmm_gemv_acc *acc, int R, int nr, float *y,
-                                    int64_t ldy) {
-    for (int r = 0; r < R; r++) qmm_gemv_store1(&acc[r], nr, y + r, ldy);
 }
 
 /* 16 bytes at p zero-extended to 16 dwords. */
@@ -179,33 +187,50 @@ QMM_GEMV_INLINE __m512i qmm_gemv_halves16(short lo, short hi) {
  * 4 pairs to hide the FMA latency. The order of an output does not depend on this. */
 #define QMM_GEMV_ROWS_FOR(nr) ((nr) == 1 ? 4 : (nr) == 2 ? 2 : 1)
 
-/* One group of R rows at a constant nr: BODY(w, row_stride, R, k, x, ldx, nr, y, ldy) is an
- * always-inline function with acc[R]; constants let the compiler keep the accumulators in
- * registers. */
-#define QMM_GEMV_ROWS_NR(BODY, NR)                                                          \
-    do {                                                                                    \
-        int64_t r = 0;                                                                      \
-        for (; r + QMM_GEMV_ROWS_FOR(NR) <= rows; r += QMM_GEMV_ROWS_FOR(NR))               \
-            BODY(w + (size_t)r * row_stride, row_stride, QMM_GEMV_ROWS_FOR(NR), k, x, ldx,  \
-                 NR, y + r, ldy);                                                           \
-        for (; r < rows; r++)                                                               \
-            BODY(w + (size_t)r * row_stride, row_stride, 1, k, x, ldx, NR, y + r, ldy);     \
+/* W rows a row kernel gets at most (the driver's chunk). */
+#define QMM_GEMV_MAX_ROWS 64
+
+/* All `rows` rows at a constant nr. BODY(w, stride, R, k, x, ldx, nr, acc_d, ib0, ib1)
+ * decodes blocks [ib0, ib1) of R rows (row r's double lanes at acc_d[r]) and flushes them.
+ * For nr <= 2 every row group runs over all of k at once (X fits in L1). For nr >= 3 the nr
+ * X rows no longer fit in L1, so k is walked panel by panel, all rows of the chunk per panel
+ * (X panel: nr * QMM_GEMV_PANEL floats <= 32 KiB). Both give the same order per output. */
+#define QMM_GEMV_ROWS_NR(BODY, NR, BLOCK)                                                     \
+    do {                                                                                      \
+        const int64_t nbk = k / (BLOCK), per = QMM_GEMV_PANEL / (BLOCK);                      \
+        qmm_gemv_dacc dacc[QMM_GEMV_MAX_ROWS];                                                \
+        for (int64_t r = 0; r < rows; r++) qmm_gemv_dacc_zero(&dacc[r], NR);                  \
+        if ((NR) >= 3) {                                                                      \
+            for (int64_t ib0 = 0; ib0 < nbk; ib0 += per)                                      \
+                for (int64_t r = 0; r < rows; r++)                                            \
+                    BODY(w + (size_t)r * row_stride, row_stride, 1, k, x, ldx, NR, &dacc[r],  \
+                         ib0, nbk - ib0 < per ? nbk : ib0 + per);                             \
+        } else {                                                                              \
+            int64_t r = 0;                                                                    \
+            for (; r + QMM_GEMV_ROWS_FOR(NR) <= rows; r += QMM_GEMV_ROWS_FOR(NR))             \
+                BODY(w + (size_t)r * row_stride, row_stride, QMM_GEMV_ROWS_FOR(NR), k, x, ldx, \
+                     NR, &dacc[r], 0, nbk);                                                   \
+            for (; r < rows; r++)                                                             \
+                BODY(w + (size_t)r * row_stride, row_stride, 1, k, x, ldx, NR, &dacc[r], 0,   \
+                     nbk);                                                                    \
+        }                                                                                     \
+        for (int64_t r = 0; r < rows; r++) qmm_gemv_store1(&dacc[r], NR, y + r, ldy);         \
     } while (0)
 
-/* The row-kernel entry point `name` for nr = 1..QMM_GEMV_MAX_NR. */
-#define QMM_GEMV_DEFINE_ROW_FN(name, BODY)                                                  \
-    static void name(const unsigned char *w, size_t row_stride, int64_t rows, int64_t k,    \
-                     const float *x, int64_t ldx, int nr, float *y, int64_t ldy) {          \
-        switch (nr) {                                                                       \
-        case 1: QMM_GEMV_ROWS_NR(BODY, 1); break;                                           \
-        case 2: QMM_GEMV_ROWS_NR(BODY, 2); break;                                           \
-        case 3: QMM_GEMV_ROWS_NR(BODY, 3); break;                                           \
-        case 4: QMM_GEMV_ROWS_NR(BODY, 4); break;                                           \
-        case 5: QMM_GEMV_ROWS_NR(BODY, 5); break;                                           \
-        case 6: QMM_GEMV_ROWS_NR(BODY, 6); break;                                           \
-        case 7: QMM_GEMV_ROWS_NR(BODY, 7); break;                                           \
-        default: QMM_GEMV_ROWS_NR(BODY, 8); break;                                          \
-        }                                                                                   \
+/* The row-kernel entry point `name` for nr = 1..QMM_GEMV_MAX_NR; BLOCK elements per block. */
+#define QMM_GEMV_DEFINE_ROW_FN(name, BODY, BLOCK)                                             \
+    static void name(const unsigned char *w, size_t row_stride, int64_t rows, int64_t k,      \
+                     const float *x, int64_t ldx, int nr, float *y, int64_t ldy) {            \
+        switch (nr) {                                                                         \
+        case 1: QMM_GEMV_ROWS_NR(BODY, 1, BLOCK); break;                                      \
+        case 2: QMM_GEMV_ROWS_NR(BODY, 2, BLOCK); break;                                      \
+        case 3: QMM_GEMV_ROWS_NR(BODY, 3, BLOCK); break;                                      \
+        case 4: QMM_GEMV_ROWS_NR(BODY, 4, BLOCK); break;                                      \
+        case 5: QMM_GEMV_ROWS_NR(BODY, 5, BLOCK); break;                                      \
+        case 6: QMM_GEMV_ROWS_NR(BODY, 6, BLOCK); break;                                      \
+        case 7: QMM_GEMV_ROWS_NR(BODY, 7, BLOCK); break;                                      \
+        default: QMM_GEMV_ROWS_NR(BODY, 8, BLOCK); break;                                     \
+        }                                                                                     \
     }
 
 #endif /* QMM_CPU_X86_GEMV_AVX512_IMPL_H */

@@ -31,7 +31,7 @@ QMM_GEMV_INLINE __m512i select_bits(__m512i a, __m512i b, int c) {
 
 #define BODY_ARGS                                                                         \
     const unsigned char *w, size_t stride, int R, int64_t k, const float *x, int64_t ldx,   \
-        int nr, float *y, int64_t ldy
+        int nr, qmm_gemv_dacc *dacc, int64_t ib0, int64_t ib1
 
 /* q2_K: y = d*sc*q - dmin*mn per 16 elements; element 128h + 32p + 16half + l is bit pair p
  * of qs[32h + 16half + l]. */
@@ -39,8 +39,9 @@ QMM_GEMV_INLINE void q2_K_body(BODY_ARGS) {
     const __m512 base = _mm512_setr_ps(0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3);
     qmm_gemv_acc acc[4];
     for (int r = 0; r < R; r++) qmm_gemv_acc_zero(&acc[r], nr);
+    (void)k;
     const size_t ahead = qmm_gemv_prefetch_ahead(R, stride);
-    for (int64_t i = 0; i < k / QK_K; i++) {
+    for (int64_t i = ib0; i < ib1; i++) {
         float dl[4][16], ml[4][16];
         for (int r = 0; r < R; r++) {
             const block_q2_K *b = (const block_q2_K *)(w + r * stride) + i;
@@ -66,9 +67,9 @@ QMM_GEMV_INLINE void q2_K_body(BODY_ARGS) {
                                        QK_K * i + 128 * h + 32 * p + 16 * half);
                     }
             }
-        qmm_gemv_panel_end(acc, R, nr, i + 1, QK_K);
+        qmm_gemv_panel_end(acc, dacc, R, nr, i + 1, QK_K);
     }
-    qmm_gemv_store(acc, R, nr, y, ldy);
+    qmm_gemv_body_end(acc, dacc, R, nr);
 }
 
 /* The 16 signed scales (-32..31) of a q3_K super-block: sub-block j has its low 4 bits in
@@ -110,8 +111,9 @@ QMM_GEMV_INLINE void q3_K_stage(const block_q3_K *b, int8_t q[QK_K]) {
 QMM_GEMV_INLINE void q3_K_body(BODY_ARGS) {
     qmm_gemv_acc acc[4];
     for (int r = 0; r < R; r++) qmm_gemv_acc_zero(&acc[r], nr);
+    (void)k;
     const size_t ahead = qmm_gemv_prefetch_ahead(R, stride);
-    for (int64_t i = 0; i < k / QK_K; i++) {
+    for (int64_t i = ib0; i < ib1; i++) {
         float dl[4][16];
         int8_t q[4][QK_K];
         for (int r = 0; r < R; r++) {
@@ -124,9 +126,9 @@ QMM_GEMV_INLINE void q3_K_body(BODY_ARGS) {
         for (int c = 0; c < 16; c++)
             for (int r = 0; r < R; r++)
                 qmm_gemv_fma_staged(&acc[r], nr, q[r], dl[r], c, x, ldx, QK_K * i + 16 * c);
-        qmm_gemv_panel_end(acc, R, nr, i + 1, QK_K);
+        qmm_gemv_panel_end(acc, dacc, R, nr, i + 1, QK_K);
     }
-    qmm_gemv_store(acc, R, nr, y, ldy);
+    qmm_gemv_body_end(acc, dacc, R, nr);
 }
 
 /* q4_K (with_qh = 0) and q5_K (with_qh = 1): y = d*sc*q - dmin*m per 32 elements; byte
@@ -139,8 +141,9 @@ QMM_GEMV_INLINE void q45_K_body(BODY_ARGS, int with_qh) {
     const __m512 base_hi = _mm512_add_ps(base_lo, _mm512_set1_ps(16.0f));
     qmm_gemv_acc acc[4];
     for (int r = 0; r < R; r++) qmm_gemv_acc_zero(&acc[r], nr);
+    (void)k;
     const size_t ahead = qmm_gemv_prefetch_ahead(R, stride);
-    for (int64_t i = 0; i < k / QK_K; i++) {
+    for (int64_t i = ib0; i < ib1; i++) {
         float dl[4][16], ml[4][16];
         for (int r = 0; r < R; r++) {
             const unsigned char *blk = w + r * stride + i * bsz;
@@ -190,13 +193,13 @@ QMM_GEMV_INLINE void q45_K_body(BODY_ARGS, int with_qh) {
                                        QK_K * i + 64 * c + 32 * s + 16 * half);
                     }
             }
-        qmm_gemv_panel_end(acc, R, nr, i + 1, QK_K);
+        qmm_gemv_panel_end(acc, dacc, R, nr, i + 1, QK_K);
     }
-    qmm_gemv_store(acc, R, nr, y, ldy);
+    qmm_gemv_body_end(acc, dacc, R, nr);
 }
 
-QMM_GEMV_INLINE void q4_K_body(BODY_ARGS) { q45_K_body(w, stride, R, k, x, ldx, nr, y, ldy, 0); }
-QMM_GEMV_INLINE void q5_K_body(BODY_ARGS) { q45_K_body(w, stride, R, k, x, ldx, nr, y, ldy, 1); }
+QMM_GEMV_INLINE void q4_K_body(BODY_ARGS) { q45_K_body(w, stride, R, k, x, ldx, nr, dacc, ib0, ib1, 0); }
+QMM_GEMV_INLINE void q5_K_body(BODY_ARGS) { q45_K_body(w, stride, R, k, x, ldx, nr, dacc, ib0, ib1, 1); }
 
 /* q6_K: y = d*sc*(q-32); element 128h + 32p + l: low nibble of ql[64h + 32(p&1) + l] (high
  * nibble for p >= 2), bit pair p of qh[32h + l], scale scales[(128h + 32p + l) / 16].
@@ -221,8 +224,9 @@ QMM_GEMV_INLINE void q6_K_stage(const block_q6_K *b, int8_t q[QK_K]) {
 QMM_GEMV_INLINE void q6_K_body(BODY_ARGS) {
     qmm_gemv_acc acc[4];
     for (int r = 0; r < R; r++) qmm_gemv_acc_zero(&acc[r], nr);
+    (void)k;
     const size_t ahead = qmm_gemv_prefetch_ahead(R, stride);
-    for (int64_t i = 0; i < k / QK_K; i++) {
+    for (int64_t i = ib0; i < ib1; i++) {
         float ds[4][16];
         int8_t q[4][QK_K];
         for (int r = 0; r < R; r++) {
@@ -235,16 +239,16 @@ QMM_GEMV_INLINE void q6_K_body(BODY_ARGS) {
         for (int c = 0; c < 16; c++)
             for (int r = 0; r < R; r++)
                 qmm_gemv_fma_staged(&acc[r], nr, q[r], ds[r], c, x, ldx, QK_K * i + 16 * c);
-        qmm_gemv_panel_end(acc, R, nr, i + 1, QK_K);
+        qmm_gemv_panel_end(acc, dacc, R, nr, i + 1, QK_K);
     }
-    qmm_gemv_store(acc, R, nr, y, ldy);
+    qmm_gemv_body_end(acc, dacc, R, nr);
 }
 
-QMM_GEMV_DEFINE_ROW_FN(row_q2_K, q2_K_body)
-QMM_GEMV_DEFINE_ROW_FN(row_q3_K, q3_K_body)
-QMM_GEMV_DEFINE_ROW_FN(row_q4_K, q4_K_body)
-QMM_GEMV_DEFINE_ROW_FN(row_q5_K, q5_K_body)
-QMM_GEMV_DEFINE_ROW_FN(row_q6_K, q6_K_body)
+QMM_GEMV_DEFINE_ROW_FN(row_q2_K, q2_K_body, QK_K)
+QMM_GEMV_DEFINE_ROW_FN(row_q3_K, q3_K_body, QK_K)
+QMM_GEMV_DEFINE_ROW_FN(row_q4_K, q4_K_body, QK_K)
+QMM_GEMV_DEFINE_ROW_FN(row_q5_K, q5_K_body, QK_K)
+QMM_GEMV_DEFINE_ROW_FN(row_q6_K, q6_K_body, QK_K)
 
 qmm_gemv_row_fn qmm_gemv_kquant_row_fn(int type) {
     switch (type) {

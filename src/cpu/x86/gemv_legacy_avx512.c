@@ -21,9 +21,10 @@ QMM_GEMV_INLINE __m512 ramp16(float off) {
 
 #define BODY_ARGS                                                                         \
     const unsigned char *w, size_t stride, int R, int64_t k, const float *x, int64_t ldx,   \
-        int nr, float *y, int64_t ldy
+        int nr, qmm_gemv_dacc *dacc, int64_t ib0, int64_t ib1
 
-/* The f16 fields at byte `off` of up to 16 blocks from block i of each of the R rows. */
+/* The f16 fields at byte `off` of up to 16 blocks from block i (before block nb) of each of
+ * the R rows. */
 QMM_GEMV_INLINE void block_halves(const unsigned char *w, size_t stride, int R, size_t bsz,
                                   size_t off, int64_t i, int64_t nb, float out[][16]) {
     const int cnt = nb - i < 16 ? (int)(nb - i) : 16;
@@ -36,15 +37,15 @@ QMM_GEMV_INLINE void q4_body(BODY_ARGS, int with_min) {
     const size_t bsz = with_min ? sizeof(block_q4_1) : sizeof(block_q4_0);
     const size_t qs_off = with_min ? offsetof(block_q4_1, qs) : offsetof(block_q4_0, qs);
     const __m512 base = ramp16(with_min ? 0.0f : -8.0f);
-    const int64_t nb = k / 32;
     float d[4][16], mn[4][16];
     qmm_gemv_acc acc[4];
     for (int r = 0; r < R; r++) qmm_gemv_acc_zero(&acc[r], nr);
+    (void)k;
     const size_t ahead = qmm_gemv_prefetch_ahead(R, stride);
-    for (int64_t i = 0; i < nb; i++) {
+    for (int64_t i = ib0; i < ib1; i++) {
         if (i % 16 == 0) {
-            block_halves(w, stride, R, bsz, 0, i, nb, d);
-            if (with_min) block_halves(w, stride, R, bsz, 2, i, nb, mn);
+            block_halves(w, stride, R, bsz, 0, i, ib1, d);
+            if (with_min) block_halves(w, stride, R, bsz, 2, i, ib1, mn);
         }
         for (int r = 0; r < R; r++) {
             if (i % 2 == 0) qmm_gemv_prefetch(w + r * stride + i * bsz, 1, ahead);
@@ -55,13 +56,13 @@ QMM_GEMV_INLINE void q4_body(BODY_ARGS, int with_min) {
             qmm_gemv_fma16(&acc[r], nr, _mm512_permutexvar_ps(_mm512_srli_epi32(q, 4), tab), x,
                            ldx, 32 * i + 16);
         }
-        qmm_gemv_panel_end(acc, R, nr, i + 1, 32);
+        qmm_gemv_panel_end(acc, dacc, R, nr, i + 1, 32);
     }
-    qmm_gemv_store(acc, R, nr, y, ldy);
+    qmm_gemv_body_end(acc, dacc, R, nr);
 }
 
-QMM_GEMV_INLINE void q4_0_body(BODY_ARGS) { q4_body(w, stride, R, k, x, ldx, nr, y, ldy, 0); }
-QMM_GEMV_INLINE void q4_1_body(BODY_ARGS) { q4_body(w, stride, R, k, x, ldx, nr, y, ldy, 1); }
+QMM_GEMV_INLINE void q4_0_body(BODY_ARGS) { q4_body(w, stride, R, k, x, ldx, nr, dacc, ib0, ib1, 0); }
+QMM_GEMV_INLINE void q4_1_body(BODY_ARGS) { q4_body(w, stride, R, k, x, ldx, nr, dacc, ib0, ib1, 1); }
 
 /* The 5-bit index of 16 elements: nibble (bits 0..3 of nib) | bit 4 where `hbits` is set. */
 QMM_GEMV_INLINE __m512i q5_index(__m512i nib, __mmask16 hbits) {
@@ -76,15 +77,15 @@ QMM_GEMV_INLINE void q5_body(BODY_ARGS, int with_min) {
     const size_t qs_off = with_min ? offsetof(block_q5_1, qs) : offsetof(block_q5_0, qs);
     const __m512 base_lo = ramp16(with_min ? 0.0f : -16.0f);
     const __m512 base_hi = ramp16(with_min ? 16.0f : 0.0f);
-    const int64_t nb = k / 32;
     float dv[4][16], mv[4][16];
     qmm_gemv_acc acc[4];
     for (int r = 0; r < R; r++) qmm_gemv_acc_zero(&acc[r], nr);
+    (void)k;
     const size_t ahead = qmm_gemv_prefetch_ahead(R, stride);
-    for (int64_t i = 0; i < nb; i++) {
+    for (int64_t i = ib0; i < ib1; i++) {
         if (i % 16 == 0) {
-            block_halves(w, stride, R, bsz, 0, i, nb, dv);
-            if (with_min) block_halves(w, stride, R, bsz, 2, i, nb, mv);
+            block_halves(w, stride, R, bsz, 0, i, ib1, dv);
+            if (with_min) block_halves(w, stride, R, bsz, 2, i, ib1, mv);
         }
         for (int r = 0; r < R; r++) {
             const unsigned char *blk = w + r * stride + i * bsz;
@@ -104,23 +105,23 @@ QMM_GEMV_INLINE void q5_body(BODY_ARGS, int with_min) {
             qmm_gemv_fma16(&acc[r], nr, _mm512_permutex2var_ps(tlo, i0, thi), x, ldx, 32 * i);
             qmm_gemv_fma16(&acc[r], nr, _mm512_permutex2var_ps(tlo, i1, thi), x, ldx, 32 * i + 16);
         }
-        qmm_gemv_panel_end(acc, R, nr, i + 1, 32);
+        qmm_gemv_panel_end(acc, dacc, R, nr, i + 1, 32);
     }
-    qmm_gemv_store(acc, R, nr, y, ldy);
+    qmm_gemv_body_end(acc, dacc, R, nr);
 }
 
-QMM_GEMV_INLINE void q5_0_body(BODY_ARGS) { q5_body(w, stride, R, k, x, ldx, nr, y, ldy, 0); }
-QMM_GEMV_INLINE void q5_1_body(BODY_ARGS) { q5_body(w, stride, R, k, x, ldx, nr, y, ldy, 1); }
+QMM_GEMV_INLINE void q5_0_body(BODY_ARGS) { q5_body(w, stride, R, k, x, ldx, nr, dacc, ib0, ib1, 0); }
+QMM_GEMV_INLINE void q5_1_body(BODY_ARGS) { q5_body(w, stride, R, k, x, ldx, nr, dacc, ib0, ib1, 1); }
 
 /* q8_0: value q * d. */
 QMM_GEMV_INLINE void q8_0_body(BODY_ARGS) {
-    const int64_t nb = k / QK8_0;
     float dv[4][16];
     qmm_gemv_acc acc[4];
     for (int r = 0; r < R; r++) qmm_gemv_acc_zero(&acc[r], nr);
+    (void)k;
     const size_t ahead = qmm_gemv_prefetch_ahead(R, stride);
-    for (int64_t i = 0; i < nb; i++) {
-        if (i % 16 == 0) block_halves(w, stride, R, sizeof(block_q8_0), 0, i, nb, dv);
+    for (int64_t i = ib0; i < ib1; i++) {
+        if (i % 16 == 0) block_halves(w, stride, R, sizeof(block_q8_0), 0, i, ib1, dv);
         for (int r = 0; r < R; r++) {
             const block_q8_0 *b = (const block_q8_0 *)(w + r * stride) + i;
             if (i % 2 == 0) qmm_gemv_prefetch((const unsigned char *)b, 1, ahead);
@@ -132,16 +133,16 @@ QMM_GEMV_INLINE void q8_0_body(BODY_ARGS) {
                                32 * i + 16 * h);
             }
         }
-        qmm_gemv_panel_end(acc, R, nr, i + 1, 32);
+        qmm_gemv_panel_end(acc, dacc, R, nr, i + 1, 32);
     }
-    qmm_gemv_store(acc, R, nr, y, ldy);
+    qmm_gemv_body_end(acc, dacc, R, nr);
 }
 
-QMM_GEMV_DEFINE_ROW_FN(row_q4_0, q4_0_body)
-QMM_GEMV_DEFINE_ROW_FN(row_q4_1, q4_1_body)
-QMM_GEMV_DEFINE_ROW_FN(row_q5_0, q5_0_body)
-QMM_GEMV_DEFINE_ROW_FN(row_q5_1, q5_1_body)
-QMM_GEMV_DEFINE_ROW_FN(row_q8_0, q8_0_body)
+QMM_GEMV_DEFINE_ROW_FN(row_q4_0, q4_0_body, 32)
+QMM_GEMV_DEFINE_ROW_FN(row_q4_1, q4_1_body, 32)
+QMM_GEMV_DEFINE_ROW_FN(row_q5_0, q5_0_body, 32)
+QMM_GEMV_DEFINE_ROW_FN(row_q5_1, q5_1_body, 32)
+QMM_GEMV_DEFINE_ROW_FN(row_q8_0, q8_0_body, 32)
 
 qmm_gemv_row_fn qmm_gemv_legacy_row_fn(int type) {
     switch (type) {
