@@ -142,8 +142,9 @@ bool qmm_x86_gemv_avx512_has_type(qmm_type type);
  * Y[n][m] = X W^T for W in GGUF blocks (row i at w + i*row_stride, k a multiple of the block
  * size), decoded in registers (values bit-identical to the type's to_float) and multiplied
  * with f32 FMA in the order of gemv_avx512_impl.h, which depends only on k. Any n >= 1
- * (meant for n <= 8; larger n re-reads W once per 8 X rows). No scratch. Runs on up to
- * n_threads OpenMP threads, each on a contiguous range of W rows. Writes exactly
+ * (meant for n <= 8; larger n decodes each 64-row task once per group of 8 X rows, the task
+ * then in L2). No scratch. Runs on up to n_threads OpenMP threads, tasks of 64 W rows in
+ * dynamic order. Writes exactly
  * y[j*ldy + i], j < n, i < m. Requires QMM_CPU_ISA_AVX512. Returns QMM_ERR_UNSUPPORTED
  * (without an error sentence) for a type without a row kernel, before touching y.
  */
