@@ -145,12 +145,21 @@ static void store_partial(const float *buf, float *y, int64_t ldy, int64_t rows,
         memcpy(y + r * ldy, buf + r * 16, (size_t)cols * sizeof(float));
 }
 
+/* Copy a full 16 x 16 f32 tile buffer into y with non-temporal stores (every row of the
+ * tile is one 64-byte-aligned line of y): no read-for-ownership of a cold Y. */
+static void store_stream(const float *buf, float *y, int64_t ldy) {
+    for (int r = 0; r < 16; r++) _mm512_stream_ps(y + r * ldy, _mm512_load_ps(buf + 16 * r));
+}
+
 /* Store accumulator tile `t` (a compile-time tile number) at output rows j, columns i. */
 #define STORE_TILE(t, j, i)                                                                \
     do {                                                                                   \
         int64_t rows_ = n - (j) < 16 ? n - (j) : 16;                                       \
         int64_t cols_ = m - (i) < 16 ? m - (i) : 16;                                       \
-        if (rows_ == 16 && cols_ == 16) {                                                  \
+        if (rows_ == 16 && cols_ == 16 && stream) {                                        \
+            _tile_stored(t, cbuf, 64);                                                     \
+            store_stream(cbuf, y + (j) * ldy + (i), ldy);                                  \
+        } else if (rows_ == 16 && cols_ == 16) {                                           \
             _tile_stored(t, y + (j) * ldy + (i), ldy * (int64_t)sizeof(float));            \
         } else if (rows_ > 0 && cols_ > 0) {                                               \
             _tile_stored(t, cbuf, 64);                                                     \
@@ -191,6 +200,18 @@ static void block(const qmm_x86_bf16_tiles *w, const uint16_t *xb, int64_t ldxb,
     const uint16_t *b0 = w->data + (size_t)(i0 / 16) * (size_t)kc * 512;
     const uint16_t *b1 = b0 + (size_t)kc * 512;
     float cbuf[256] __attribute__((aligned(64)));
+    /* Full tiles go to Y with non-temporal stores when its rows are 64-byte aligned. */
+    const bool stream = ((uintptr_t)(y + j0 * ldy + i0) % 64 == 0) && ldy % 16 == 0;
+    if (last && !stream) {
+        /* The block's Y lines are written after this panel: ask for them now (for writing)
+         * so a cold Y costs no read-for-ownership stall at the tile stores. */
+        const int64_t rows = n - j0 < 16 * nt ? n - j0 : 16 * nt;
+        const int64_t cols = m - i0 < 16 * mt ? m - i0 : 16 * mt;
+        for (int64_t r = 0; r < rows; r++) {
+            __builtin_prefetch(y + (j0 + r) * ldy + i0, 1, 3);
+            __builtin_prefetch(y + (j0 + r) * ldy + i0 + cols - 1, 1, 3);
+        }
+    }
     if (first) {
         _tile_zero(0);
         _tile_zero(1);
@@ -355,6 +376,7 @@ void qmm_x86_gemm_bf16_amx(const qmm_x86_bf16_tiles *w, int64_t n, const float *
                 need_x_block(flags, b, x, ldx, n, w, xb, ldxb, xscale, n_pad);
             run_task(w, xb, ldxb, n, n_pad, xb0, xb1, g0, g1, acc, xscale, y, ldy);
         }
+        _mm_sfence(); /* order the non-temporal Y stores before the region ends */
         tiles_release();
     }
 }

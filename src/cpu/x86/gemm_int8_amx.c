@@ -146,6 +146,16 @@ static void tile(const qmm_x86_int8_tiles *w, const int8_t *xq, int64_t ldq, con
     const float *wm = w->mn != NULL ? w->mn + (size_t)g * (size_t)kc * 16 : NULL;
     xd += j0 * kc;
     xs += j0 * kc;
+    const bool stream = ((uintptr_t)(y + j0 * ldy + g * 16) % 64 == 0) && ldy % 16 == 0 &&
+                        w->m - g * 16 >= 16;
+    if (!stream) { /* Y lines of this tile, for writing, while the k loop runs (no RFO stall) */
+        const int64_t rows = n - j0 < 16 ? n - j0 : 16, i0 = g * 16;
+        const int64_t cols = w->m - i0 < 16 ? w->m - i0 : 16;
+        for (int64_t r = 0; r < rows; r++) {
+            __builtin_prefetch(y + (j0 + r) * ldy + i0, 1, 3);
+            __builtin_prefetch(y + (j0 + r) * ldy + i0 + cols - 1, 1, 3);
+        }
+    }
     int32_t buf[4][256] __attribute__((aligned(64)));
     __m512 acc[16];
 #pragma GCC unroll 16
@@ -200,7 +210,14 @@ static void tile(const qmm_x86_int8_tiles *w, const int8_t *xq, int64_t ldq, con
     const int64_t i0 = g * 16, rows = n - j0 < 16 ? n - j0 : 16;
     const int64_t cols = w->m - i0 < 16 ? w->m - i0 : 16;
     const __mmask16 mask = cols >= 16 ? 0xFFFF : (__mmask16)((1u << cols) - 1);
-    /* Constant indices into acc (fully unrolled) keep the accumulators in registers. */
+    /* Constant indices into acc (fully unrolled) keep the accumulators in registers. Full,
+     * 64-byte-aligned rows go out with non-temporal stores (no read-for-ownership of Y). */
+    if (stream) {
+#pragma GCC unroll 16
+        for (int r = 0; r < 16; r++)
+            if (r < rows) _mm512_stream_ps(y + (j0 + r) * ldy + i0, acc[r]);
+        return;
+    }
 #pragma GCC unroll 16
     for (int r = 0; r < 16; r++)
         if (r < rows) _mm512_mask_storeu_ps(y + (j0 + r) * ldy + i0, mask, acc[r]);
@@ -234,6 +251,7 @@ void qmm_x86_gemm_int8_amx(const qmm_x86_int8_tiles *w, int64_t n, const float *
             for (int64_t g = g0; g < g1; g++)
                 for (int64_t t = t0; t < t1; t++) tile(w, xq, ldq, xd, xs, n, t * 16, g, y, ldy);
         }
+        _mm_sfence(); /* order the non-temporal Y stores before the region ends */
         tiles_release();
     }
 }
