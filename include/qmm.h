@@ -28,8 +28,10 @@
  * to any output, and qmm_last_error() returns a sentence naming the offending value.
  * The library never exits and never prints unless QMM_LOG=info|debug is set.
  *
- * Threads: a qmm_weights object is read-only after creation and may be shared by threads.
- * A qmm_context may be used by one thread at a time (use one context per thread).
+ * Threads: a qmm_weights object belongs to the context that made it and is read-only after
+ * creation. A context (with its weights) may be used by one thread at a time: give each
+ * thread its own context and weights, or serialize the calls on a shared context with a
+ * lock. Different contexts never share mutable state (tests/test_threads.c).
  */
 #ifndef QMM_H
 #define QMM_H
