@@ -11,32 +11,56 @@ static qmm_cpu_isa ctx_isa(const qmm_context *ctx) {
     return ((const qmm_cpu_state *)ctx->backend)->isa;
 }
 
+/*
+ * The AMX layouts (bf16 tiles for fused, int8 tiles for int8) are made on the first matmul
+ * that needs them, not at creation: weights used only by gemv, or never by int8, carry no
+ * extra copy (bf16: 2 bytes per weight; int8: about 1.1). A context and its weights are used
+ * by one thread at a time (qmm.h), so filling them in during a call is safe.
+ */
 qmm_status qmm_cpu_x86_weights_init(const qmm_context *ctx, qmm_weights *w) {
+    (void)ctx;
+    ((qmm_cpu_weights *)w->backend)->x86 = NULL;
+    return QMM_OK;
+}
+
+static qmm_status x86_record(const qmm_weights *w, qmm_x86_weights **out) {
     qmm_cpu_weights *cw = w->backend;
-    cw->x86 = NULL;
-    if (!qmm_cpu_x86_fused_amx_supports(ctx, w->type, &(const char *){NULL}) &&
-        !qmm_cpu_x86_fused_amx_f32_supports(ctx, w->type, &(const char *){NULL}))
-        return QMM_OK;
-    qmm_x86_weights *xw = calloc(1, sizeof *xw);
-    if (xw == NULL)
-        return qmm_error(QMM_ERR_OUT_OF_MEMORY, "cannot allocate the x86 weights record");
-    qmm_status s = qmm_x86_bf16_tiles_pack(w->type, w->m, w->k, cw->data, cw->stride,
-                                           ((const qmm_cpu_state *)ctx->backend)->n_threads,
-                                           &xw->bf16);
-    if (s != QMM_OK) {
-        free(xw);
-        return s;
+    if (cw->x86 == NULL) {
+        cw->x86 = calloc(1, sizeof(qmm_x86_weights));
+        if (cw->x86 == NULL)
+            return qmm_error(QMM_ERR_OUT_OF_MEMORY, "cannot allocate the x86 weights record");
     }
-    if (qmm_cpu_x86_int8_amx_supports(ctx, w->type, &(const char *){NULL})) {
+    *out = cw->x86;
+    return QMM_OK;
+}
+
+static qmm_status ensure_bf16_tiles(const qmm_context *ctx, const qmm_weights *w,
+                                    const qmm_x86_weights **out) {
+    qmm_x86_weights *xw = NULL;
+    qmm_status s = x86_record(w, &xw);
+    if (s != QMM_OK) return s;
+    if (xw->bf16.data == NULL) {
+        const qmm_cpu_weights *cw = w->backend;
+        s = qmm_x86_bf16_tiles_pack(w->type, w->m, w->k, cw->data, cw->stride,
+                                    ((const qmm_cpu_state *)ctx->backend)->n_threads, &xw->bf16);
+        if (s != QMM_OK) return s;
+    }
+    *out = xw;
+    return QMM_OK;
+}
+
+static qmm_status ensure_int8_tiles(const qmm_context *ctx, const qmm_weights *w,
+                                    const qmm_x86_weights **out) {
+    qmm_x86_weights *xw = NULL;
+    qmm_status s = x86_record(w, &xw);
+    if (s != QMM_OK) return s;
+    if (xw->int8.q == NULL) {
+        const qmm_cpu_weights *cw = w->backend;
         s = qmm_x86_int8_tiles_pack(w->type, w->m, w->k, cw->data, cw->stride,
                                     ((const qmm_cpu_state *)ctx->backend)->n_threads, &xw->int8);
-        if (s != QMM_OK) {
-            qmm_x86_bf16_tiles_free(&xw->bf16);
-            free(xw);
-            return s;
-        }
+        if (s != QMM_OK) return s;
     }
-    cw->x86 = xw;
+    *out = xw;
     return QMM_OK;
 }
 
@@ -78,11 +102,10 @@ bool qmm_cpu_x86_fused_amx_f32_supports(const qmm_context *ctx, qmm_type type,
 qmm_status qmm_cpu_x86_matmul_fused_amx(qmm_context *ctx, const qmm_weights *w, int64_t n,
                                         const float *x, int64_t ldx, float *y, int64_t ldy) {
     qmm_cpu_state *st = ctx->backend;
-    const qmm_cpu_weights *cw = w->backend;
-    const qmm_x86_weights *xw = cw->x86;
-    if (xw == NULL || xw->bf16.data == NULL)
-        return qmm_error(QMM_ERR_INTERNAL, "fused_amx: weights were not packed to bf16 tiles");
-    qmm_status s = qmm_cpu_scratch_grow(&st->shared, qmm_x86_gemm_bf16_amx_scratch(&xw->bf16, n, st->n_threads));
+    const qmm_x86_weights *xw;
+    qmm_status s = ensure_bf16_tiles(ctx, w, &xw);
+    if (s != QMM_OK) return s;
+    s = qmm_cpu_scratch_grow(&st->shared, qmm_x86_gemm_bf16_amx_scratch(&xw->bf16, n, st->n_threads));
     if (s != QMM_OK) return s;
     qmm_x86_gemm_bf16_amx(&xw->bf16, n, x, ldx, y, ldy, st->shared.ptr, st->n_threads);
     return QMM_OK;
@@ -103,11 +126,10 @@ bool qmm_cpu_x86_int8_amx_supports(const qmm_context *ctx, qmm_type type, const 
 qmm_status qmm_cpu_x86_matmul_int8_amx(qmm_context *ctx, const qmm_weights *w, int64_t n,
                                        const float *x, int64_t ldx, float *y, int64_t ldy) {
     qmm_cpu_state *st = ctx->backend;
-    const qmm_cpu_weights *cw = w->backend;
-    const qmm_x86_weights *xw = cw->x86;
-    if (xw == NULL || xw->int8.q == NULL)
-        return qmm_error(QMM_ERR_INTERNAL, "int8_amx: weights were not packed to int8 tiles");
-    qmm_status s = qmm_cpu_scratch_grow(&st->shared, qmm_x86_gemm_int8_amx_scratch(&xw->int8, n));
+    const qmm_x86_weights *xw;
+    qmm_status s = ensure_int8_tiles(ctx, w, &xw);
+    if (s != QMM_OK) return s;
+    s = qmm_cpu_scratch_grow(&st->shared, qmm_x86_gemm_int8_amx_scratch(&xw->int8, n));
     if (s != QMM_OK) return s;
     qmm_x86_gemm_int8_amx(&xw->int8, n, x, ldx, y, ldy, st->shared.ptr, st->n_threads);
     return QMM_OK;
