@@ -999,6 +999,44 @@ static int teardown_all(void **state) {
     return 0;
 }
 
+/*
+ * J: an error found after string values grew the reader's string storage must still name the
+ * key correctly (the key was once a pointer into that storage, freed when it grew: a
+ * use-after-free that ASan reports). One key holds an array of two arrays: 4 strings of 2 KiB,
+ * then an array with the unknown element type 99.
+ */
+static void test_hostile_key_after_string_growth(void **state) {
+    (void)state;
+    static unsigned char buf[16384];
+    size_t pos = 0;
+#define PUT(v, n) (memcpy(buf + pos, (v), (n)), pos += (n))
+    uint32_t u32;
+    uint64_t u64;
+    PUT("GGUF", 4);
+    u32 = 3, PUT(&u32, 4);           /* version */
+    u64 = 0, PUT(&u64, 8);           /* n_tensors */
+    u64 = 1, PUT(&u64, 8);           /* n_kv */
+    u64 = 6, PUT(&u64, 8), PUT("my.key", 6);
+    u32 = 9, PUT(&u32, 4);           /* value: array */
+    u32 = 9, PUT(&u32, 4);           /* of arrays */
+    u64 = 2, PUT(&u64, 8);
+    u32 = 8, PUT(&u32, 4);           /* inner array 0: strings */
+    u64 = 4, PUT(&u64, 8);
+    char big[2048];
+    memset(big, 'a', sizeof big);
+    for (int i = 0; i < 4; i++) {
+        u64 = sizeof big, PUT(&u64, 8), PUT(big, sizeof big);
+    }
+    u32 = 99, PUT(&u32, 4);          /* inner array 1: unknown element type */
+    u64 = 0, PUT(&u64, 8);
+#undef PUT
+    qmm_gguf *g = NULL;
+    assert_int_equal(qmm_gguf_open_memory(buf, pos, &g), QMM_ERR_FORMAT);
+    assert_null(g);
+    assert_non_null(strstr(qmm_last_error(), "'my.key'"));
+    assert_non_null(strstr(qmm_last_error(), "99"));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip_memory),
@@ -1009,6 +1047,7 @@ int main(void) {
         cmocka_unit_test(test_hostile_J),
         cmocka_unit_test(test_hostile_K),
         cmocka_unit_test(test_hostile_L),
+        cmocka_unit_test(test_hostile_key_after_string_growth),
         cmocka_unit_test(test_truncation_and_corruption),
     };
     return cmocka_run_group_tests(tests, NULL, teardown_all);

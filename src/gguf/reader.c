@@ -136,14 +136,16 @@ static qmm_status read_string(qmm_gguf *g, cursor *c, const char *what, bool nam
 
 /* ---- metadata values ---- */
 
+/* Keys are passed as offsets into g->arena (not pointers): parsing a string value may
+ * grow, and so move, the arena. */
 static qmm_status parse_value(qmm_gguf *g, cursor *c, uint32_t type, int depth,
-                              const char *key, int64_t node);
+                              size_t key_at, int64_t node);
 
-static qmm_status parse_array(qmm_gguf *g, cursor *c, int depth, const char *key,
+static qmm_status parse_array(qmm_gguf *g, cursor *c, int depth, size_t key_at,
                               int64_t node) {
     if (depth > QMM_GGUF_MAX_DEPTH)
         return qmm_error(QMM_ERR_FORMAT,
-                         "GGUF key '%s': arrays nested deeper than %d levels at offset %zu", key,
+                         "GGUF key '%s': arrays nested deeper than %d levels at offset %zu", g->arena + key_at,
                          QMM_GGUF_MAX_DEPTH, c->pos);
     uint32_t et;
     uint64_t n;
@@ -151,7 +153,7 @@ static qmm_status parse_array(qmm_gguf *g, cursor *c, int depth, const char *key
     if ((s = read_u32(c, "array element type", &et))) return s;
     if (et >= QMM_GGUF_TYPE_COUNT)
         return qmm_error(QMM_ERR_FORMAT,
-                         "GGUF key '%s': unknown array element type %u at offset %zu", key, et,
+                         "GGUF key '%s': unknown array element type %u at offset %zu", g->arena + key_at, et,
                          c->pos - 4);
     if ((s = read_u64(c, "array length", &n))) return s;
     size_t esize = qmm_gguf_value_type_size((int)et);
@@ -160,7 +162,7 @@ static qmm_status parse_array(qmm_gguf *g, cursor *c, int depth, const char *key
         return qmm_error(QMM_ERR_FORMAT,
                          "GGUF key '%s': array length %llu of %s at offset %zu cannot fit in the "
                          "%zu bytes left in the file (length corrupt or file truncated)",
-                         key, (unsigned long long)n, qmm_gguf_value_type_name((int)et),
+                         g->arena + key_at, (unsigned long long)n, qmm_gguf_value_type_name((int)et),
                          c->pos - 8, left(c));
     g->nodes[node].type = QMM_GGUF_TYPE_ARRAY;
     g->nodes[node].elem_type = et;
@@ -174,7 +176,7 @@ static qmm_status parse_array(qmm_gguf *g, cursor *c, int depth, const char *key
                 if (b[j] > 1)
                     return qmm_error(QMM_ERR_FORMAT,
                                      "GGUF key '%s': bool array element %llu is %u, not 0 or 1",
-                                     key, (unsigned long long)j, b[j]);
+                                     g->arena + key_at, (unsigned long long)j, b[j]);
         }
         return QMM_OK;
     }
@@ -182,17 +184,17 @@ static qmm_status parse_array(qmm_gguf *g, cursor *c, int depth, const char *key
     if ((s = nodes_reserve(g, n, &first))) return s;
     g->nodes[node].first = first;
     for (uint64_t j = 0; j < n; j++)
-        if ((s = parse_value(g, c, et, depth + 1, key, first + (int64_t)j))) return s;
+        if ((s = parse_value(g, c, et, depth + 1, key_at, first + (int64_t)j))) return s;
     return QMM_OK;
 }
 
 static qmm_status parse_value(qmm_gguf *g, cursor *c, uint32_t type, int depth,
-                              const char *key, int64_t node) {
+                              size_t key_at, int64_t node) {
     qmm_status s;
     if (type >= QMM_GGUF_TYPE_COUNT)
         return qmm_error(QMM_ERR_FORMAT, "GGUF key '%s': unknown value type %u at offset %zu",
-                         key, type, c->pos);
-    if (type == QMM_GGUF_TYPE_ARRAY) return parse_array(g, c, depth, key, node);
+                         g->arena + key_at, type, c->pos);
+    if (type == QMM_GGUF_TYPE_ARRAY) return parse_array(g, c, depth, key_at, node);
     g->nodes[node].type = type;
     g->nodes[node].elem_type = type;
     if (type == QMM_GGUF_TYPE_STRING) {
@@ -206,7 +208,7 @@ static qmm_status parse_value(qmm_gguf *g, cursor *c, uint32_t type, int depth,
     const uint8_t *b = NULL;
     if ((s = take(c, qmm_gguf_value_type_size((int)type), "scalar value", &b))) return s;
     if (type == QMM_GGUF_TYPE_BOOL && b[0] > 1)
-        return qmm_error(QMM_ERR_FORMAT, "GGUF key '%s': bool value is %u, not 0 or 1", key,
+        return qmm_error(QMM_ERR_FORMAT, "GGUF key '%s': bool value is %u, not 0 or 1", g->arena + key_at,
                          b[0]);
     g->nodes[node].raw = b;
     g->nodes[node].n = 1;
@@ -293,7 +295,7 @@ static qmm_status parse_kvs(qmm_gguf *g, cursor *c, uint64_t n_kv) {
         if ((s = read_u32(c, "value type", &type))) return s;
         if ((s = nodes_reserve(g, 1, &kv->node))) return s;
         g->n_kv = (int64_t)i + 1;
-        if ((s = parse_value(g, c, type, 1, g->arena + kv->key, kv->node))) return s;
+        if ((s = parse_value(g, c, type, 1, kv->key, kv->node))) return s;
     }
     return sort_names(g, &g->kvs[0].key, sizeof(gguf_kv), g->n_kv, "key", &g->kv_by_key);
 }
