@@ -28,8 +28,9 @@
  * to any output, and qmm_last_error() returns a sentence naming the offending value.
  * The library never exits and never prints unless QMM_LOG=info|debug is set.
  *
- * Threads: a qmm_weights object belongs to the context that made it and is read-only after
- * creation. A context (with its weights) may be used by one thread at a time: give each
+ * Threads: a qmm_weights object belongs to the context that made it; its values never change
+ * after creation (a backend may build cached layouts of it on the first matmul that needs
+ * them). A context (with its weights) may be used by one thread at a time: give each
  * thread its own context and weights, or serialize the calls on a shared context with a
  * lock. Different contexts never share mutable state (tests/test_threads.c).
  */
@@ -177,6 +178,7 @@ QMM_API qmm_status qmm_matmul_ref(qmm_type type, int64_t m, int64_t k, const voi
  * Contexts, weights, matmul
  * ------------------------------------------------------------------------------------- */
 
+/** Where a context computes, and so which memory space X and Y pointers live in. */
 typedef enum qmm_backend {
     QMM_BACKEND_CPU = 0,  /**< host memory; portable C plus runtime-dispatched x86 SIMD */
     QMM_BACKEND_CUDA = 1  /**< NVIDIA GPUs; device pointers; ordered on the context's stream */
@@ -292,8 +294,8 @@ typedef struct qmm_diff {
     double max_rel_err; /**< max |out - ref| / max |ref|: error relative to the output's scale */
     double ref_max_abs; /**< max |ref| */
     int64_t n_nonfinite;/**< outputs that are NaN or Inf (any > 0 is a failure) */
-    int64_t worst_row;  /**< row (0..n-1) and column (0..m-1) of the largest |out - ref| */
-    int64_t worst_col;
+    int64_t worst_row;  /**< row (0..n-1) of the largest |out - ref| (or first non-finite) */
+    int64_t worst_col;  /**< column (0..m-1) of that element */
     double checksum_out;/**< sum of out (finite values), printed by tools to catch all-zero runs */
     double checksum_ref;/**< sum of ref */
 } qmm_diff;
@@ -343,6 +345,7 @@ QMM_API qmm_status qmm_context_synchronize(qmm_context *ctx);
  * end, waits for it and returns the elapsed milliseconds. Not reentrant per context.
  */
 QMM_API qmm_status qmm_timer_begin(qmm_context *ctx);
+/** End the region begun by qmm_timer_begin; *ms gets the elapsed milliseconds (see above). */
 QMM_API qmm_status qmm_timer_end(qmm_context *ctx, double *ms);
 
 /* ---------------------------------------------------------------------------------------

@@ -437,6 +437,10 @@ static void test_bad_input(void **state) {
         /* y overlapping x: y inside x's rows, and x inside y's rows */
         EXPECT_ERR(qmm_matmul(ctx, w, n, x.a, k, x.a + k, m), QMM_ERR_INVALID_ARGUMENT);
         EXPECT_ERR(qmm_matmul(ctx, w, 1, y + 2, k, y, m), QMM_ERR_INVALID_ARGUMENT);
+        /* extents that cannot be addressed (n * ldx overflows) */
+        EXPECT_ERR(qmm_matmul(ctx, w, INT64_MAX / 2, x.a, INT64_MAX / 4, y, m),
+                   QMM_ERR_INVALID_ARGUMENT);
+        EXPECT_ERR(qmm_matmul(ctx, w, 3, x.a, k, y, INT64_MAX / 2), QMM_ERR_INVALID_ARGUMENT);
         assert_true(tu_all_poison(y, ycount));
     }
     /* CUDA-only strategies forced on a CPU context */

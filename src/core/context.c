@@ -215,6 +215,15 @@ qmm_status qmm_matmul(qmm_context *ctx, const qmm_weights *w, int64_t n, const f
     if (ldy < w->m)
         return qmm_error(QMM_ERR_INVALID_ARGUMENT, "qmm_matmul: ldy (%lld) < m (%lld)",
                          (long long)ldy, (long long)w->m);
+    /* The extents of x and y must be representable before any pointer arithmetic. */
+    size_t xext, yext;
+    if (!qmm_mul_size((size_t)(n - 1), (size_t)ldx, &xext) ||
+        !qmm_add_size(xext, (size_t)w->k, &xext) || xext > PTRDIFF_MAX / sizeof(float) ||
+        !qmm_mul_size((size_t)(n - 1), (size_t)ldy, &yext) ||
+        !qmm_add_size(yext, (size_t)w->m, &yext) || yext > PTRDIFF_MAX / sizeof(float))
+        return qmm_error(QMM_ERR_INVALID_ARGUMENT,
+                         "qmm_matmul: n=%lld with ldx=%lld / ldy=%lld spans more memory than "
+                         "can be addressed", (long long)n, (long long)ldx, (long long)ldy);
     /* x and y must not overlap (byte ranges of the last element touched). */
     const char *xb = (const char *)x, *xe = (const char *)(x + (n - 1) * ldx + w->k);
     const char *yb = (const char *)y, *ye = (const char *)(y + (n - 1) * ldy + w->m);

@@ -75,7 +75,7 @@ cudaError_t qmm_cuda_x_to_f16(const float *x, int64_t n, int64_t k, int64_t ldx,
                               cudaStream_t stream);
 
 /* gemv: y[t*ldy + r] = sum_e W[r][e] * x[t*ldx + e], W dequantized on the fly, f32 math; four
- * warps per row r splitting k, tokens in groups of QMM_CUDA_GEMV_TOKENS. A result depends only on its row
+ * one warp per row r (8 rows per block), tokens in groups of QMM_CUDA_GEMV_TOKENS. A result depends only on its row
  * of W and its row of X (fixed reduction order): batch-invariant. */
 cudaError_t qmm_cuda_gemv(int type, const void *w, size_t row_bytes, int64_t m, int64_t k,
                           int64_t n, const float *x, int64_t ldx, float *y, int64_t ldy,

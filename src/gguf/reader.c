@@ -520,12 +520,15 @@ qmm_status qmm_gguf_open(const char *path, qmm_gguf **out) {
                          strerror_r(e, buf, sizeof buf));
     }
     struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (fstat(fd, &st) != 0) {
         int e = errno;
         close(fd);
         return qmm_error(QMM_ERR_IO, "cannot read GGUF file '%s': %s", path,
-                         S_ISREG(st.st_mode) ? strerror_r(e, buf, sizeof buf)
-                                             : "not a regular file");
+                         strerror_r(e, buf, sizeof buf));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return qmm_error(QMM_ERR_IO, "cannot read GGUF file '%s': not a regular file", path);
     }
     if ((uint64_t)st.st_size > SIZE_MAX) {
         close(fd);

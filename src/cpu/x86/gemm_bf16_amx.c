@@ -6,8 +6,9 @@
  * k padded to k_pad with zeros). The output is cut into 32 x 32 blocks (32 X rows by 32 W
  * rows = 2 x 2 tiles of 16 x 16 f32); each block accumulates over k in increasing steps of
  * 32 with tmm0..3 as accumulators, tmm4..5 as X tiles and tmm6..7 as W tiles. Blocks are
- * numbered W-block major and split into equal contiguous ranges, one per thread, so a
- * thread keeps its W block in L2 while it walks the X blocks.
+ * numbered W-block major and handed out one at a time (OpenMP dynamic schedule), so the
+ * threads stay busy on every shape; each output block belongs to one task, so the schedule
+ * cannot change a bit.
  *
  * Tile configuration: written with ldtilecfg through inline asm that takes the 64-byte
  * struct as a memory operand (gcc 12's _tile_loadconfig lets the compiler drop the stores
@@ -86,7 +87,7 @@ static void convert_x(const float *x, int64_t ldx, int64_t n, int64_t k, int64_t
         }
         const float *src = x + j * ldx;
         const float amax = row_amax(src, k);
-        if (amax > 0.0f && amax <= 0x1p127f * 2.0f && (amax < 0x1p-40f || amax > 0x1p40f))
+        if (amax > 0.0f && isfinite(amax) && (amax < 0x1p-40f || amax > 0x1p40f))
             xscale[j] = ldexpf(1.0f, ilogbf(amax));
         const __m512 neg_e = _mm512_set1_ps(-(float)ilogbf(xscale[j]));
         for (int64_t p = 0; p < k_pad; p += 32) {

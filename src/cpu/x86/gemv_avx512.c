@@ -9,6 +9,7 @@
  * not on n, on the group of X rows it was computed with, on the thread or the thread count.
  */
 #include <omp.h>
+#include <stdint.h>
 
 #include "cpu/x86/gemv_avx512_impl.h"
 #include "cpu/x86/x86_kernels.h"
@@ -33,7 +34,8 @@ qmm_status qmm_x86_gemv_avx512(qmm_type type, int64_t m, int64_t k, const unsign
     const qmm_gemv_row_fn row_fn = row_fn_for(type);
     if (row_fn == NULL) return QMM_ERR_UNSUPPORTED;
     int64_t threads = n_threads < 1 ? 1 : n_threads;
-    const int64_t by_work = m * k * n / GEMV_MIN_MACS_PER_THREAD;
+    const double macs = (double)m * (double)k * (double)n; /* no int64 overflow */
+    const int64_t by_work = macs >= 1e18 ? INT64_MAX : (int64_t)(macs / GEMV_MIN_MACS_PER_THREAD);
     if (threads > by_work) threads = by_work < 1 ? 1 : by_work;
     if (threads > m) threads = m;
     const int64_t chunks = (m + GEMV_ROWS_PER_CHUNK - 1) / GEMV_ROWS_PER_CHUNK;

@@ -18,11 +18,10 @@ typedef struct qmm_x86_weights {
 } qmm_x86_weights;
 
 /*
- * Called by weights_init after the packed GGUF rows are in place: at ISA level amx, packs
- * the weights into bf16 AMX tiles (m_pad * k_pad * 2 bytes more) for the fused strategy.
- * For q4_0, q8_0 and q4_K it also packs int8 AMX tiles with per-block float scales for the
- * int8 strategy (m_pad * k * (1 + 4/32 (+4/32 for q4_K)) bytes more).
- * Leaves cw->x86 NULL when nothing is needed. Errors: QMM_ERR_OUT_OF_MEMORY.
+ * Called by weights_init after the packed GGUF rows are in place; leaves cw->x86 NULL. The
+ * AMX layouts are made by the first matmul that needs them (x86_backend.c): bf16 tiles for
+ * fused (m_pad * k_pad * 2 bytes more), int8 tiles with per-block float scales for int8 on
+ * q4_0, q8_0, q4_K (m_pad * k * (1 + 4/32 (+4/32 for q4_K)) bytes more).
  */
 qmm_status qmm_cpu_x86_weights_init(const qmm_context *ctx, qmm_weights *w);
 /* Free what qmm_cpu_x86_weights_init made (NULL-safe). */
