@@ -212,10 +212,13 @@ class Model(unittest.TestCase):
             with open(out) as f:
                 doc = json.load(f)
             rows = doc["rows"]
-            groups = sorted((r["type"], r["label"], r["m"], r["k"], r["count"])
-                            for r in rows if not r["total"] and r["n"] == 2)
-            self.assertEqual(groups, [("q4_0", "d.weight", 16, 512, 1),
-                                      ("q8_0", "a.weight", 48, 256, 3)])
+            # every weight tensor is its own verified row, rows grouped by (type, shape)
+            tensors = [(r["type"], r["label"], r["m"], r["k"], r["count"])
+                       for r in rows if not r["total"] and r["n"] == 2]
+            self.assertEqual(tensors, [("q8_0", "a.weight", 48, 256, 1),
+                                       ("q8_0", "b.weight", 48, 256, 1),
+                                       ("q8_0", "c.weight", 48, 256, 1),
+                                       ("q4_0", "d.weight", 16, 512, 1)])
             self.assertTrue(all(r["verified"] for r in rows), rows)
             totals = [r for r in rows if r["total"]]
             self.assertEqual(sorted((r["n"], r["count"]) for r in totals), [(2, 4), (5, 4)])
@@ -226,6 +229,10 @@ class Model(unittest.TestCase):
             self.assertEqual(p.returncode, 0, p.stderr)
             labels = [r["label"] for r in csv.DictReader(io.StringIO(p.stdout))]
             self.assertEqual(labels, ["d.weight", "model total"])
+            # no tensor of the requested types is an error, not an empty success
+            p = bench("--model", path, "--types", "q6_K", "--n", "2", "--iters", "1")
+            self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+            self.assertIn("no weight matrix of the requested types", p.stderr)
 
     def test_real_model(self):
         """gemma-3-270m Q4_K_M: every q4_K, q5_0 and q6_K matrix group, verified."""

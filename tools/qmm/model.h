@@ -1,7 +1,7 @@
 /*
  * model.h — the weight matrices of a GGUF model for `qmm bench --model`: every 2-D tensor
- * of a weight type, grouped by (type, m, k). One representative per group is timed and
- * verified with its real bytes; the group's size is its count.
+ * of a weight type, grouped by (type, m, k). `qmm bench --model` times and verifies every
+ * tensor of each group with its own bytes, group after group.
  */
 #ifndef QMM_TOOL_MODEL_H
 #define QMM_TOOL_MODEL_H
