@@ -167,13 +167,36 @@ static void cpu_weights_release(qmm_weights *w) {
  * Dispatch
  * ------------------------------------------------------------------------------------- */
 
+/*
+ * auto at the amx level: the largest n for which gemv beat fused, per weight type, measured
+ * on 2026-11-29 on this project's 2-core Sapphire-Rapids-class VM (quiet, 2 threads) with
+ *   qmm bench --shape 4608x1024 --n 1,2,3,4,6,8 --strategy gemv,fused --iters 9 --csv
+ * and checked on 1024x4608 for q4_0, q4_K, q6_K (--n 1,2,4,8,16,32,64); docs/PERF.md has the
+ * numbers. f32 weights: the exact portable gemv beats fused_amx_bf16x3 up to n = 8 (the
+ * largest measured). f16/bf16 have no AVX-512 gemv: fused wins from n = 1.
+ */
+static int64_t auto_gemv_max_n(const qmm_context *ctx, qmm_type type) {
+    if (((const qmm_cpu_state *)ctx->backend)->isa < QMM_CPU_ISA_AMX) return QMM_CPU_AUTO_GEMV_MAX_N;
+    switch (type) {
+    case QMM_TYPE_F32: return 8;
+    case QMM_TYPE_F16: case QMM_TYPE_BF16: return 0;
+    case QMM_TYPE_Q4_0: case QMM_TYPE_Q4_1: case QMM_TYPE_Q5_0: case QMM_TYPE_Q2_K:
+    case QMM_TYPE_Q4_K: return 4;
+    case QMM_TYPE_Q5_K: return 3;
+    case QMM_TYPE_Q5_1: case QMM_TYPE_Q3_K: return 2;
+    case QMM_TYPE_Q8_0: case QMM_TYPE_Q6_K: return 1;
+    default: return QMM_CPU_AUTO_GEMV_MAX_N;
+    }
+}
+
 static qmm_status cpu_resolve(const qmm_context *ctx, const qmm_weights *w, int64_t n,
                               qmm_strategy requested, qmm_strategy *out) {
     qmm_strategy s = requested;
     /* Batch-invariant: one path for every n (the ISA paths of gemv and fused differ). */
     const bool one_path = (ctx->params.flags & QMM_FLAG_BATCH_INVARIANT) != 0;
     if (s == QMM_STRATEGY_AUTO)
-        s = n <= QMM_CPU_AUTO_GEMV_MAX_N && !one_path ? QMM_STRATEGY_GEMV : QMM_STRATEGY_FUSED;
+        s = n <= auto_gemv_max_n(ctx, w->type) && !one_path ? QMM_STRATEGY_GEMV
+                                                               : QMM_STRATEGY_FUSED;
     const char *why;
     if (find_impl(ctx, w->type, s, &why) == NULL)
         return qmm_error(QMM_ERR_UNSUPPORTED, "strategy %s is not available for %s weights on "

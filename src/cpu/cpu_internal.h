@@ -43,8 +43,9 @@
 #define QMM_CPU_ALIGN 64
 
 /*
- * auto: n <= this runs gemv, larger n runs fused. PROVISIONAL — a guess from the DESIGN.md
- * regimes (n = 1..8 is decode); the SIMD engineer's sweep (qmm tune) will measure it.
+ * auto below the amx level: n <= this runs gemv, larger n runs fused. Not measured (the
+ * measured table for the amx level is in backend.c, auto_gemv_max_n); a guess from the
+ * DESIGN.md regimes (n = 1..8 is decode).
  */
 #define QMM_CPU_AUTO_GEMV_MAX_N 8
 
