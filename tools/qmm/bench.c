@@ -13,6 +13,7 @@
 #include <math.h>
 #include <omp.h>
 #include <stdarg.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -298,7 +299,18 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
             if (!opt_i64("--seed", optarg, 0, INT64_MAX, &v)) return 2;
             o->seed = v;
             break;
-        case OPT_JSON: o->json_path = optarg; break;
+        case OPT_JSON: {
+            /* fail before the run, not after it, when the file cannot be written */
+            FILE *f = fopen(optarg, "w");
+            if (f == NULL) {
+                fprintf(stderr, "qmm bench: --json: cannot write '%s': %s\n", optarg,
+                        strerror(errno));
+                return 3; /* a runtime error (exit 1), as when the write fails at the end */
+            }
+            fclose(f);
+            o->json_path = optarg;
+            break;
+        }
         case OPT_CSV: o->csv = true; break;
         case OPT_VERIFY: o->verify = true; break;
         case OPT_NO_VERIFY: o->verify = false; break;
@@ -371,6 +383,7 @@ typedef struct bench_total {
     int64_t count;
     int n_fail, n_skip, n_unverified, n_rows;
     char strategy[24];
+    char kernel[40];
 } bench_total;
 
 typedef struct bench_run {
@@ -600,6 +613,8 @@ static void time_strategy(bench_run *r, const bench_matrix *bm, int64_t n, qmm_s
 static void total_add(bench_total *t, const bench_row *row) {
     t->n_rows++;
     t->count += row->count;
+    if (!t->kernel[0]) snprintf(t->kernel, sizeof t->kernel, "%s", row->kernel);
+    else if (strcmp(t->kernel, row->kernel) != 0) snprintf(t->kernel, sizeof t->kernel, "mixed");
     if (!t->strategy[0]) snprintf(t->strategy, sizeof t->strategy, "%s", row->strategy);
     else if (strcmp(t->strategy, row->strategy) != 0)
         snprintf(t->strategy, sizeof t->strategy, "mixed");
@@ -624,6 +639,7 @@ static void total_emit(bench_run *r, bench_total *t, const char *type, const cha
     snprintf(row.type, sizeof row.type, "%s", type);
     snprintf(row.label, sizeof row.label, "%s", label);
     snprintf(row.strategy, sizeof row.strategy, "%s", t->strategy[0] ? t->strategy : "-");
+    snprintf(row.kernel, sizeof row.kernel, "%s", t->kernel[0] ? t->kernel : "-");
     row.n = n;
     row.count = t->count;
     row.is_total = true;
@@ -884,7 +900,7 @@ int qmm_cmd_bench(int argc, char **argv) {
     if (pr != 0) {
         free(o.ns);
         free(o.shapes);
-        return pr == 1 ? 0 : 2;
+        return pr == 1 ? 0 : pr == 3 ? 1 : 2; /* 1: --help; 3: runtime error; else usage */
     }
     int rc = 0;
     bench_run r;
