@@ -22,30 +22,17 @@
 
 #include <omp.h>
 
+#include "cpu/x86/amx_tiles.h"
 #include "cpu/x86/x86_kernels.h"
-
-/* The 64-byte AMX tile configuration (palette 1). */
-typedef struct __attribute__((aligned(64))) amx_tilecfg {
-    uint8_t palette;
-    uint8_t start_row;
-    uint8_t reserved[14];
-    uint16_t colsb[16];
-    uint8_t rows[16];
-} amx_tilecfg;
 
 /* Configure tmm0..7 as 16 rows x 64 bytes on the calling thread. */
 static void tiles_configure(void) {
-    amx_tilecfg cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.palette = 1;
-    for (int i = 0; i < 8; i++) {
-        cfg.colsb[i] = 64;
-        cfg.rows[i] = 16;
-    }
-    __asm__ volatile("ldtilecfg %0" : : "m"(cfg) : "memory");
+    static const uint16_t colsb[8] = {64, 64, 64, 64, 64, 64, 64, 64};
+    static const uint8_t rows[8] = {16, 16, 16, 16, 16, 16, 16, 16};
+    qmm_amx_tiles_configure(colsb, rows);
 }
 
-static void tiles_release(void) { __asm__ volatile("tilerelease" ::: "memory"); }
+static void tiles_release(void) { qmm_amx_tiles_release(); }
 
 /* Row stride (bf16 elements) of the bf16 copy of X: k_pad, plus one cache line when k_pad
  * is a multiple of 512 so the 16 rows of a tile load do not alias in L1. */

@@ -23,32 +23,18 @@
 
 #include <omp.h>
 
+#include "cpu/x86/amx_tiles.h"
 #include "cpu/x86/x86_kernels.h"
-
-typedef struct __attribute__((aligned(64))) amx_tilecfg {
-    uint8_t palette;
-    uint8_t start_row;
-    uint8_t reserved[14];
-    uint16_t colsb[16];
-    uint8_t rows[16];
-} amx_tilecfg;
 
 /* tmm0, tmm3, tmm6, tmm7: int32 results (16 x 64 B); tmm1, tmm4: X quants (16 x 32 B,
  * K = 32); tmm2, tmm5: W quants (8 x 64 B: 8 groups of 4 k-elements x 16 W rows). */
 static void tiles_configure(void) {
-    amx_tilecfg cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.palette = 1;
-    const uint16_t colsb[8] = {64, 32, 64, 64, 32, 64, 64, 64};
-    const uint8_t rows[8] = {16, 16, 8, 16, 16, 8, 16, 16};
-    for (int i = 0; i < 8; i++) {
-        cfg.colsb[i] = colsb[i];
-        cfg.rows[i] = rows[i];
-    }
-    __asm__ volatile("ldtilecfg %0" : : "m"(cfg) : "memory");
+    static const uint16_t colsb[8] = {64, 32, 64, 64, 32, 64, 64, 64};
+    static const uint8_t rows[8] = {16, 16, 8, 16, 16, 8, 16, 16};
+    qmm_amx_tiles_configure(colsb, rows);
 }
 
-static void tiles_release(void) { __asm__ volatile("tilerelease" ::: "memory"); }
+static void tiles_release(void) { qmm_amx_tiles_release(); }
 
 #define W_GROUP 8  /* W tiles (16 rows) per task */
 #define X_CHUNK 4  /* X tiles (16 rows) per task */
