@@ -135,7 +135,7 @@ void qmm_x86_gemm_int8_amx(const qmm_x86_int8_tiles *w, int64_t n, const float *
  * ------------------------------------------------------------------------------------- */
 
 /* True if qmm_x86_gemv_avx512 has a row kernel for `type` (q4_0, q4_1, q5_0, q5_1, q8_0,
- * q2_K, q3_K, q4_K, q5_K, q6_K). */
+ * q2_K, q3_K, q4_K, q5_K, q6_K, f32, f16, bf16). */
 bool qmm_x86_gemv_avx512_has_type(qmm_type type);
 
 /*
