@@ -1,7 +1,7 @@
 /*
  * test_int8.c — the int8 strategy (AMX-INT8, docs/KERNELS.md "x86: int8_amx") against
  * qmm_matmul_ref within the int8 bound (nmse <= 5e-4, max_rel_err <= 2e-2): every supported
- * type (q4_0, q8_0, q4_K) x shapes with m and k tails x n in {1, 2, 16, 17, 64, 65}, with NaN
+ * type (q4_0, q8_0, q4_K) x shapes with m and k tails x n in {1..8, 16, 17, 64, 65}, with NaN
  * after k in every X row and poisoned Y padding that must stay untouched; batch invariance
  * (row 0 has the same bits for every n); CASES.md A (activations of one sign, |x| 2000 to
  * 60000: the q4_K min term uses the block sums) and C (q8_0 quants of -128, mixed with 127);
@@ -25,9 +25,14 @@
 #define MAX_NMSE 5e-4
 #define MAX_REL 2e-2
 static const float POISON = -12345.0f;
-static const int64_t ns[] = {1, 2, 16, 17, 64, 65};
+static const int64_t ns[] = {1, 2, 3, 4, 5, 6, 7, 8, 16, 17, 64, 65};
 #define N_NS (sizeof ns / sizeof ns[0])
 #define NMAX 65
+/* n <= GEMV_MAX_N runs the VNNI gemv (gemv_int8_avx512.c) unless QMM_FLAG_BATCH_INVARIANT. */
+#define GEMV_MAX_N 8
+/* gemv vs AMX on the same int8 dots: only the f32 rounding order differs. */
+#define PATH_NMSE 1e-10
+#define PATH_REL 1e-5
 
 static uint32_t lcg(uint32_t *s) {
     *s = *s * 1664525u + 1013904223u;
@@ -50,14 +55,31 @@ static qmm_context *int8_ctx(void) {
     return ctx;
 }
 
+/* A second context with QMM_FLAG_BATCH_INVARIANT: AMX for every n. */
+static qmm_context *inv_ctx;
+
 static int setup(void **state) {
     (void)state;
-    return qmm_cpu_isa_supported(QMM_CPU_ISA_AMX) ? 0 : -1;
+    if (!qmm_cpu_isa_supported(QMM_CPU_ISA_AMX)) return -1;
+    qmm_context_params p = qmm_context_default_params();
+    p.n_threads = 2;
+    p.flags = QMM_FLAG_BATCH_INVARIANT;
+    if (qmm_context_create(&p, &inv_ctx) != QMM_OK) return -1;
+    return qmm_context_set_strategy(inv_ctx, QMM_STRATEGY_INT8) == QMM_OK ? 0 : -1;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    qmm_context_free(inv_ctx);
+    return 0;
 }
 
 /*
  * Run int8 on quantized rows wq (m x k of `type`) for X (NMAX rows, stride k + 3, NaN after
- * k) and every n of ns; check against the reference, the Y padding and row 0's bits.
+ * k) and every n of ns, in ctx and in inv_ctx (batch-invariant: AMX for every n); check
+ * against the reference and the Y padding; row 0's bits must be the same for every n of one
+ * path (gemv: n <= 8 in ctx; AMX: n > 8 in ctx and every n in inv_ctx); and the gemv
+ * results must match the AMX ones of the same n within PATH_NMSE / PATH_REL.
  * Returns the number of failures (printed).
  */
 static int check_case(qmm_context *ctx, const char *what, qmm_type type, int64_t m, int64_t k,
@@ -65,36 +87,51 @@ static int check_case(qmm_context *ctx, const char *what, qmm_type type, int64_t
     const int64_t ldx = k + 3, ldy = m + 2;
     float *ref = malloc(sizeof(float) * NMAX * m);
     float *y = malloc(sizeof(float) * NMAX * ldy);
-    float row0[1024];
+    float *yinv = malloc(sizeof(float) * NMAX * ldy);
+    float row0[2][1024];
     assert_true(m <= 1024);
     assert_int_equal(qmm_matmul_ref(type, m, k, wq, rb, NMAX, x, ldx, ref, m), QMM_OK);
-    qmm_weights *w;
+    qmm_weights *w, *winv;
     assert_int_equal(qmm_weights_create(ctx, type, m, k, wq, rb, &w), QMM_OK);
+    assert_int_equal(qmm_weights_create(inv_ctx, type, m, k, wq, rb, &winv), QMM_OK);
     int failures = 0;
     for (size_t ni = 0; ni < N_NS; ni++) {
         const int64_t n = ns[ni];
-        for (int64_t i = 0; i < NMAX * ldy; i++) y[i] = POISON;
+        const bool gemv = n <= GEMV_MAX_N;
+        for (int64_t i = 0; i < NMAX * ldy; i++) y[i] = yinv[i] = POISON;
         assert_int_equal(qmm_matmul(ctx, w, n, x, ldx, y, ldy), QMM_OK);
-        qmm_diff d;
+        assert_int_equal(qmm_matmul(inv_ctx, winv, n, x, ldx, yinv, ldy), QMM_OK);
+        qmm_diff d, dinv, dpath;
         assert_int_equal(qmm_compare(n, m, y, ldy, ref, m, &d), QMM_OK);
+        assert_int_equal(qmm_compare(n, m, yinv, ldy, ref, m, &dinv), QMM_OK);
+        assert_int_equal(qmm_compare(n, m, y, ldy, yinv, ldy, &dpath), QMM_OK);
         bool guards_ok = true;
         for (int64_t j = 0; j < NMAX; j++)
             for (int64_t i = (j < n ? m : 0); i < ldy; i++)
-                if (y[j * ldy + i] != POISON) guards_ok = false;
-        if (ni == 0) memcpy(row0, y, sizeof(float) * (size_t)m);
-        const bool invariant = memcmp(row0, y, sizeof(float) * (size_t)m) == 0;
-        if (!qmm_diff_ok(&d, MAX_NMSE, MAX_REL) || !guards_ok || !invariant) {
-            print_error("%s %s m=%lld k=%lld n=%lld: nmse %.3g max_rel %.3g nonfinite %lld "
-                        "guards %s row0 %s\n", what, qmm_type_name(type), (long long)m,
+                if (y[j * ldy + i] != POISON || yinv[j * ldy + i] != POISON) guards_ok = false;
+        /* the first n of each path (ns[0] = 1 for gemv, ns[GEMV_MAX_N] for AMX) */
+        if (ni == 0 || ni == GEMV_MAX_N) memcpy(row0[gemv ? 0 : 1], y, sizeof(float) * (size_t)m);
+        if (ni == 0) memcpy(row0[1], yinv, sizeof(float) * (size_t)m);
+        const bool invariant = memcmp(row0[gemv ? 0 : 1], y, sizeof(float) * (size_t)m) == 0 &&
+                               memcmp(row0[1], yinv, sizeof(float) * (size_t)m) == 0;
+        const bool paths_ok = !gemv || qmm_diff_ok(&dpath, PATH_NMSE, PATH_REL);
+        if (!qmm_diff_ok(&d, MAX_NMSE, MAX_REL) || !qmm_diff_ok(&dinv, MAX_NMSE, MAX_REL) ||
+            !guards_ok || !invariant || !paths_ok) {
+            print_error("%s %s m=%lld k=%lld n=%lld: nmse %.3g max_rel %.3g nonfinite %lld; "
+                        "invariant ctx nmse %.3g max_rel %.3g; gemv vs amx nmse %.3g max_rel "
+                        "%.3g; guards %s row0 %s\n", what, qmm_type_name(type), (long long)m,
                         (long long)k, (long long)n, d.nmse, d.max_rel_err,
-                        (long long)d.n_nonfinite, guards_ok ? "ok" : "WRITTEN",
+                        (long long)d.n_nonfinite, dinv.nmse, dinv.max_rel_err, dpath.nmse,
+                        dpath.max_rel_err, guards_ok ? "ok" : "WRITTEN",
                         invariant ? "same" : "DIFFERS");
             failures++;
         }
     }
     qmm_weights_free(w);
+    qmm_weights_free(winv);
     free(ref);
     free(y);
+    free(yinv);
     return failures;
 }
 
@@ -133,14 +170,14 @@ static void test_shapes(void **state) {
     /* m: under one tile, a tile and a tail, two tiles and a tail; k: odd and even numbers of
      * 32-blocks, a multiple of 512 (padded X stride), several q4_K super-blocks. */
     const int64_t ms[] = {5, 17, 33, 48};
-    const int64_t ks_32[] = {32, 96, 512, 1056};
-    const int64_t ks_256[] = {256, 768, 1024};
+    const int64_t ks_32[] = {32, 64, 96, 512, 1056, 4128};
+    const int64_t ks_256[] = {256, 768, 1024, 4352};
     int failures = 0;
     for (size_t ti = 0; ti < 3; ti++) {
         const qmm_type type = int8_types[ti];
         const bool k_quant = type == QMM_TYPE_Q4_K;
         const int64_t *ks = k_quant ? ks_256 : ks_32;
-        const size_t nk = k_quant ? 3 : 4;
+        const size_t nk = k_quant ? 4 : 6;
         for (size_t mi = 0; mi < 4; mi++)
             for (size_t ki = 0; ki < nk; ki++)
                 failures += check_random(ctx, "uniform", type, ms[mi], ks[ki], -1.0f, 1.0f,
@@ -233,5 +270,5 @@ int main(void) {
         cmocka_unit_test(test_q8_0_minus_128),
         cmocka_unit_test(test_unsupported_type),
     };
-    return cmocka_run_group_tests(tests, setup, NULL);
+    return cmocka_run_group_tests(tests, setup, teardown);
 }

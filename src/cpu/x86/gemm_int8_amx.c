@@ -59,8 +59,10 @@ size_t qmm_x86_gemm_int8_amx_scratch(const qmm_x86_int8_tiles *w, int64_t n) {
 }
 
 /* Quantize one X row into q (k bytes), dx and s (k/32 floats each, `ld` floats apart: the
- * scales of a 16-row X tile are stored block-major, 16 rows per block). */
-static void quantize_row(const float *x, int64_t k, int8_t *q, float *dx, float *s, int64_t ld) {
+ * scales of a 16-row X tile are stored block-major, 16 rows per block). Also used by
+ * gemv_int8_avx512.c (declared in x86_kernels.h). */
+void qmm_x86_int8_quantize_row(const float *x, int64_t k, int8_t *q, float *dx, float *s,
+                               int64_t ld) {
     const __m512 absmask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7FFFFFFF));
     for (int64_t c = 0; c < k / 32; c++) {
         const __m512 lo = _mm512_loadu_ps(x + 32 * c), hi = _mm512_loadu_ps(x + 32 * c + 16);
@@ -97,7 +99,7 @@ static void need_x_tile(atomic_int *flags, int64_t t, const float *x, int64_t ld
     for (int64_t j = 16 * t; j < 16 * t + 16; j++) {
         const int64_t at = t * 16 * kc + j % 16;
         if (j < n) {
-            quantize_row(x + j * ldx, k, xq + j * ldq, xd + at, xs + at, 16);
+            qmm_x86_int8_quantize_row(x + j * ldx, k, xq + j * ldq, xd + at, xs + at, 16);
         } else {
             memset(xq + j * ldq, 0, (size_t)k);
             for (int64_t c = 0; c < kc; c++) xd[at + 16 * c] = xs[at + 16 * c] = 0.0f;

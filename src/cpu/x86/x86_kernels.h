@@ -130,6 +130,40 @@ size_t qmm_x86_gemm_int8_amx_scratch(const qmm_x86_int8_tiles *w, int64_t n);
 void qmm_x86_gemm_int8_amx(const qmm_x86_int8_tiles *w, int64_t n, const float *x,
                            int64_t ldx, float *y, int64_t ldy, void *scratch, int n_threads);
 
+/*
+ * Quantize one X row (k floats, k a multiple of 32) for the int8 kernels: per 32-element block
+ * c, dx[c * ld] = max|x| / 127, q[32c + e] = round-to-nearest-even(x * 127 / max|x|) in
+ * -127..127 (an all-zero block: dx = 0, q = 0), s[c * ld] = dx * sum of the block's q.
+ * AVX-512F only (defined in gemm_int8_amx.c). Requires QMM_CPU_ISA_AVX512.
+ */
+void qmm_x86_int8_quantize_row(const float *x, int64_t k, int8_t *q, float *dx, float *s,
+                               int64_t ld);
+
+/* ---------------------------------------------------------------------------------------
+ * int8 GEMV on native blocks for n <= 8 (gemv_int8_avx512.c, AVX-512-VNNI)
+ * ------------------------------------------------------------------------------------- */
+
+/* True if qmm_x86_gemv_int8_avx512 handles `type` (q4_0, q8_0, q4_K). */
+bool qmm_x86_gemv_int8_avx512_has_type(qmm_type type);
+
+/* Scratch bytes qmm_x86_gemv_int8_avx512 needs for n X rows of k elements (int8 X padded to
+ * a multiple of 512 elements, dx, s and the int32 block sums). */
+size_t qmm_x86_gemv_int8_avx512_scratch(int64_t n, int64_t k);
+
+/*
+ * Y[n][m] = X W^T for n <= 8 and W in GGUF blocks (q4_0, q8_0, q4_K; row i at
+ * w + i*row_stride; k a multiple of 32, of 256 for q4_K) with VPDPBUSD: X quantized per call
+ * with qmm_x86_int8_quantize_row (as int8_amx), the integer quants of W expanded to bytes in
+ * registers; per 32-element block the exact int32 dot is scaled by d_w * dx (q4_K: minus
+ * s * dmin * mn) into f32 lanes, in an order that depends only on k (docs/KERNELS.md). Same
+ * error bound as int8_amx, not the same bits. `scratch`: >= qmm_x86_gemv_int8_avx512_scratch
+ * bytes, 64-byte aligned. Runs on up to n_threads OpenMP threads, tasks of 64 W rows.
+ * Writes exactly y[j*ldy + i], j < n, i < m. Requires QMM_CPU_ISA_AVX512 (VNNI).
+ */
+void qmm_x86_gemv_int8_avx512(qmm_type type, int64_t m, int64_t k, const unsigned char *w,
+                              size_t row_stride, int64_t n, const float *x, int64_t ldx,
+                              float *y, int64_t ldy, void *scratch, int n_threads);
+
 /* ---------------------------------------------------------------------------------------
  * AVX-512 GEMV on native blocks (gemv_avx512.c)
  * ------------------------------------------------------------------------------------- */

@@ -1,0 +1,247 @@
+/*
+ * gemv_int8_avx512.c — the int8 strategy for n <= 8 (decode) with AVX-512-VNNI on the native
+ * GGUF blocks (q4_0, q8_0, q4_K; no repacked copy).
+ *
+ * X is quantized per call with int8_amx's function (qmm_x86_int8_quantize_row: per 32-element
+ * block c, dx = max|x| / 127, q = round-to-nearest-even(x / dx), s = dx * sum(q)) into a
+ * scratch copy padded with zero blocks to a multiple of 16 blocks. A W row is walked in chunks
+ * of 16 blocks (512 elements): the quants are expanded to bytes in 8 zmm registers (two
+ * 32-element blocks per register, in element order), and per X row
+ *     VPDPBUSD (u8 x s8 -> 16 int32 lanes, 8 lanes per block) per register;
+ *     the 8 registers reduced to one vector of the 16 exact int32 block dots (a fixed tree
+ *     of permutes and adds);
+ *     acc = fma((float)isum, d_w * dx, acc), for q4_K then acc = fnmadd(s, dmin * mn, acc),
+ * with one 16-lane f32 accumulator per X row (lane = block index mod 16), reduced once at
+ * the row's end by _mm512_reduce_add_ps. The order depends only on k (not on n, the thread
+ * or the task), but differs from int8_amx's, so the two paths agree within the int8 bound,
+ * not bit for bit.
+ * Signs for VPDPBUSD (first operand unsigned):
+ *   q4_0: the nibbles q (0..15) are the unsigned side, X the signed side; per block
+ *         sum((q - 8) x) = dot(q, x) - 8 * sum(x), sum(x) summed exactly per X block;
+ *   q8_0: X is the unsigned side as x + 128 (1..255; x is never -128) and the weights stay
+ *         signed, so -128 needs no negation; the lanes start from -128 * sum(w) (VPDPBUSD of
+ *         the bytes 128 with w), so they end at sum(x w);
+ *   q4_K: the nibbles q are the unsigned side; the min term uses s as int8_amx does.
+ * int32 cannot overflow: a lane sums 4 products of at most 255 * 128.
+ * Threads: tasks of 64 W rows, schedule(dynamic); each output belongs to one task, so the
+ * schedule changes no bit. Format source: ggml-common.h (block structs).
+ */
+#include <immintrin.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <omp.h>
+
+#include "cpu/x86/x86_kernels.h"
+#include "formats/blocks.h"
+#include "formats/fp16.h"
+#include "formats/kquant_search.h"
+
+#define CHUNK 16      /* 32-element blocks per chunk (8 zmm of W bytes) */
+#define TASK_ROWS 64  /* W rows per task */
+#define NMAX 8
+
+static int64_t blocks_padded(int64_t k) { return (k / 32 + CHUNK - 1) / CHUNK * CHUNK; }
+
+/* Per X row: kcp * 32 quant bytes, then dx, s and the int32 block sums (kcp each). */
+static size_t row_bytes(int64_t k) {
+    return (size_t)blocks_padded(k) * (32 + 3 * sizeof(float));
+}
+
+size_t qmm_x86_gemv_int8_avx512_scratch(int64_t n, int64_t k) {
+    return (size_t)n * row_bytes(k);
+}
+
+bool qmm_x86_gemv_int8_avx512_has_type(qmm_type type) {
+    return type == QMM_TYPE_Q4_0 || type == QMM_TYPE_Q8_0 || type == QMM_TYPE_Q4_K;
+}
+
+typedef struct xrows {
+    const int8_t *q[NMAX];
+    const float *dx[NMAX], *s[NMAX];
+    const int32_t *sum[NMAX];
+} xrows;
+
+/* t lane i = (a:b)[2i] + (a:b)[2i+1]: adjacent lanes of the 32 lanes of a then b summed. */
+static inline __m512i pair_sums(__m512i a, __m512i b, __m512i even, __m512i odd) {
+    return _mm512_add_epi32(_mm512_permutex2var_epi32(a, even, b),
+                            _mm512_permutex2var_epi32(a, odd, b));
+}
+
+/* r[v] holds block 2v in lanes 0..7 and block 2v+1 in lanes 8..15: lane b of the result is
+ * the sum of block b's lanes. */
+static inline __m512i block_sums(const __m512i r[8], __m512i even, __m512i odd) {
+    const __m512i a0 = pair_sums(r[0], r[1], even, odd), a1 = pair_sums(r[2], r[3], even, odd);
+    const __m512i a2 = pair_sums(r[4], r[5], even, odd), a3 = pair_sums(r[6], r[7], even, odd);
+    return pair_sums(pair_sums(a0, a1, even, odd), pair_sums(a2, a3, even, odd), even, odd);
+}
+
+/* Decode chunk ch of a W row (nb = 1..16 blocks) into 8 registers of bytes (blocks beyond nb
+ * are zero), the 16 block scales dw and, for q4_K, the 16 mins dmin * mn. */
+static inline __attribute__((always_inline)) void decode_chunk(
+    qmm_type type, const unsigned char *row, int64_t ch, int nb, __m512i wv[8], __m512 *dw,
+    __m512 *mw) {
+    const __m512i low4 = _mm512_set1_epi8(0x0F);
+    if (type == QMM_TYPE_Q4_K) {
+        const unsigned char *sb0 = row + (size_t)ch * 2 * sizeof(block_q4_K);
+        float d[16], mn[16];
+        for (int h = 0; h < 2; h++) {
+            if (h * 8 >= nb) {
+                for (int g = 0; g < 4; g++) wv[4 * h + g] = _mm512_setzero_si512();
+                for (int j = 0; j < 8; j++) d[8 * h + j] = mn[8 * h + j] = 0.0f;
+                continue;
+            }
+            const block_q4_K *blk = (const block_q4_K *)(sb0 + h * sizeof(block_q4_K));
+            const float dd = qmm_fp16_to_fp32(blk->d), dmin = qmm_fp16_to_fp32(blk->dmin);
+            for (int j = 0; j < 8; j++) {
+                uint8_t sc, m;
+                qmm_kq_get_scale_min_k4(j, blk->scales, &sc, &m);
+                d[8 * h + j] = dd * (float)sc;
+                mn[8 * h + j] = dmin * (float)m;
+            }
+            for (int g = 0; g < 4; g++) {
+                const __m256i y = _mm256_loadu_si256((const __m256i *)(blk->qs + 32 * g));
+                const __m512i z = _mm512_inserti64x4(_mm512_castsi256_si512(y),
+                                                     _mm256_srli_epi16(y, 4), 1);
+                wv[4 * h + g] = _mm512_and_si512(z, low4);
+            }
+        }
+        *dw = _mm512_loadu_ps(d);
+        *mw = _mm512_loadu_ps(mn);
+        return;
+    }
+    const size_t bs = type == QMM_TYPE_Q4_0 ? sizeof(block_q4_0) : sizeof(block_q8_0);
+    const unsigned char *b0 = row + (size_t)ch * CHUNK * bs;
+    const __mmask16 valid = nb >= 16 ? 0xFFFF : (__mmask16)((1u << nb) - 1);
+    /* the f16 d of each block: one 4-byte gather per block, low half kept */
+    const __m512i offs = _mm512_mullo_epi32(
+        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+        _mm512_set1_epi32((int)bs));
+    const __m512i dbits = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), valid, offs, b0, 1);
+    *dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dbits));
+    *mw = _mm512_setzero_ps();
+#pragma GCC unroll 8
+    for (int v = 0; v < 8; v++) {
+        const unsigned char *pa = b0 + (size_t)(2 * v) * bs, *pb = pa + bs;
+        if (2 * v >= nb) {
+            wv[v] = _mm512_setzero_si512();
+        } else if (type == QMM_TYPE_Q4_0) {
+            const __m128i qa = _mm_loadu_si128((const __m128i *)(pa + 2));
+            const __m128i qb = 2 * v + 1 < nb ? _mm_loadu_si128((const __m128i *)(pb + 2))
+                                              : _mm_setzero_si128();
+            const __m256i y = _mm256_inserti128_si256(_mm256_castsi128_si256(qa), qb, 1);
+            /* [qa, qb, qa >> 4, qb >> 4] -> [qa, qa >> 4, qb, qb >> 4]: element order */
+            const __m512i z = _mm512_inserti64x4(_mm512_castsi256_si512(y),
+                                                 _mm256_srli_epi16(y, 4), 1);
+            wv[v] = _mm512_and_si512(_mm512_shuffle_i64x2(z, z, _MM_SHUFFLE(3, 1, 2, 0)), low4);
+        } else {
+            const __m256i qa = _mm256_loadu_si256((const __m256i *)(pa + 2));
+            const __m256i qb = 2 * v + 1 < nb ? _mm256_loadu_si256((const __m256i *)(pb + 2))
+                                              : _mm256_setzero_si256();
+            wv[v] = _mm512_inserti64x4(_mm512_castsi256_si512(qa), qb, 1);
+        }
+    }
+}
+
+/* One W row against n X rows: y[j * ldy] for j < n. */
+static inline __attribute__((always_inline)) void row_kernel(
+    qmm_type type, const unsigned char *row, size_t prefetch_off, int64_t k, int64_t n,
+    const xrows *xr, float *y, int64_t ldy) {
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26,
+                                           28, 30);
+    const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+    const int64_t kc = k / 32, chunks = (kc + CHUNK - 1) / CHUNK;
+    const size_t chunk_bytes = type == QMM_TYPE_Q4_0   ? CHUNK * sizeof(block_q4_0)
+                               : type == QMM_TYPE_Q8_0 ? CHUNK * sizeof(block_q8_0)
+                                                       : 2 * sizeof(block_q4_K);
+    __m512 acc[NMAX];
+    for (int64_t j = 0; j < n; j++) acc[j] = _mm512_setzero_ps();
+    for (int64_t ch = 0; ch < chunks; ch++) {
+        if (prefetch_off != 0)
+            for (size_t o = 0; o < chunk_bytes; o += 64)
+                _mm_prefetch((const char *)row + prefetch_off + ch * chunk_bytes + o,
+                             _MM_HINT_T0);
+        const int nb = kc - ch * CHUNK >= CHUNK ? CHUNK : (int)(kc - ch * CHUNK);
+        __m512i wv[8], init[8];
+        __m512 dw, mw;
+        decode_chunk(type, row, ch, nb, wv, &dw, &mw);
+        if (type == QMM_TYPE_Q8_0) {
+            const __m512i b128 = _mm512_set1_epi8((char)0x80);
+#pragma GCC unroll 8
+            for (int v = 0; v < 8; v++)
+                init[v] = _mm512_sub_epi32(_mm512_setzero_si512(),
+                                           _mm512_dpbusd_epi32(_mm512_setzero_si512(), b128,
+                                                               wv[v]));
+        }
+        for (int64_t j = 0; j < n; j++) {
+            const int8_t *xq = xr->q[j] + ch * CHUNK * 32;
+            __m512i r[8];
+#pragma GCC unroll 8
+            for (int v = 0; v < 8; v++) {
+                const __m512i xv = _mm512_loadu_si512(xq + 64 * v);
+                r[v] = type == QMM_TYPE_Q8_0
+                           ? _mm512_dpbusd_epi32(init[v], xv, wv[v])
+                           : _mm512_dpbusd_epi32(_mm512_setzero_si512(), wv[v], xv);
+            }
+            __m512i isum = block_sums(r, even, odd);
+            if (type == QMM_TYPE_Q4_0)
+                isum = _mm512_sub_epi32(
+                    isum, _mm512_slli_epi32(_mm512_loadu_si512(xr->sum[j] + ch * CHUNK), 3));
+            const __m512 dx = _mm512_loadu_ps(xr->dx[j] + ch * CHUNK);
+            acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw, dx), acc[j]);
+            if (type == QMM_TYPE_Q4_K)
+                acc[j] = _mm512_fnmadd_ps(_mm512_loadu_ps(xr->s[j] + ch * CHUNK), mw, acc[j]);
+        }
+    }
+    for (int64_t j = 0; j < n; j++) y[j * ldy] = _mm512_reduce_add_ps(acc[j]);
+}
+
+static void rows_run(qmm_type type, int64_t i0, int64_t i1, int64_t m, int64_t k,
+                     const unsigned char *w, size_t row_stride, int64_t n, const xrows *xr,
+                     float *y, int64_t ldy) {
+    for (int64_t i = i0; i < i1; i++) {
+        const size_t pf = i + 2 < m ? 2 * row_stride : 0;
+        const unsigned char *row = w + (size_t)i * row_stride;
+        if (type == QMM_TYPE_Q4_0)
+            row_kernel(QMM_TYPE_Q4_0, row, pf, k, n, xr, y + i, ldy);
+        else if (type == QMM_TYPE_Q8_0)
+            row_kernel(QMM_TYPE_Q8_0, row, pf, k, n, xr, y + i, ldy);
+        else
+            row_kernel(QMM_TYPE_Q4_K, row, pf, k, n, xr, y + i, ldy);
+    }
+}
+
+void qmm_x86_gemv_int8_avx512(qmm_type type, int64_t m, int64_t k, const unsigned char *w,
+                              size_t row_stride, int64_t n, const float *x, int64_t ldx,
+                              float *y, int64_t ldy, void *scratch, int n_threads) {
+    const int64_t kc = k / 32, kcp = blocks_padded(k);
+    xrows xr;
+    for (int64_t j = 0; j < n; j++) {
+        unsigned char *base = (unsigned char *)scratch + (size_t)j * row_bytes(k);
+        int8_t *q = (int8_t *)base;
+        float *dx = (float *)(base + (size_t)kcp * 32), *s = dx + kcp;
+        int32_t *sum = (int32_t *)(s + kcp);
+        qmm_x86_int8_quantize_row(x + j * ldx, k, q, dx, s, 1);
+        memset(q + kc * 32, 0, (size_t)(kcp - kc) * 32);
+        for (int64_t c = kc; c < kcp; c++) dx[c] = s[c] = 0.0f;
+        for (int64_t c = 0; c < kcp; c++) {
+            int32_t t = 0;
+            for (int e = 0; e < 32; e++) t += q[32 * c + e];
+            sum[c] = t;
+        }
+        if (type == QMM_TYPE_Q8_0) /* x + 128 as the unsigned operand */
+            for (int64_t e = 0; e < kc * 32; e++) q[e] = (int8_t)(q[e] ^ 0x80);
+        xr.q[j] = q;
+        xr.dx[j] = dx;
+        xr.s[j] = s;
+        xr.sum[j] = sum;
+    }
+    const int64_t tasks = (m + TASK_ROWS - 1) / TASK_ROWS;
+    int threads = n_threads < 1 ? 1 : n_threads;
+    if (threads > tasks) threads = (int)tasks;
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+    for (int64_t t = 0; t < tasks; t++) {
+        const int64_t i0 = t * TASK_ROWS, i1 = i0 + TASK_ROWS < m ? i0 + TASK_ROWS : m;
+        rows_run(type, i0, i1, m, k, w, row_stride, n, &xr, y, ldy);
+    }
+}
