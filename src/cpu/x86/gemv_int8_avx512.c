@@ -123,17 +123,24 @@ static inline __attribute__((always_inline)) void decode_chunk(
 #pragma GCC unroll 8
     for (int v = 0; v < 8; v++) {
         const unsigned char *pa = b0 + (size_t)(2 * v) * bs, *pb = pa + bs;
-        if (2 * v >= nb) {
+        if (type == QMM_TYPE_Q4_0 && v % 2 == 1) {
+            continue; /* made with v - 1 */
+        } else if (2 * v >= nb) {
             wv[v] = _mm512_setzero_si512();
+            if (type == QMM_TYPE_Q4_0) wv[v + 1] = _mm512_setzero_si512();
         } else if (type == QMM_TYPE_Q4_0) {
-            const __m128i qa = _mm_loadu_si128((const __m128i *)(pa + 2));
-            const __m128i qb = 2 * v + 1 < nb ? _mm_loadu_si128((const __m128i *)(pb + 2))
-                                              : _mm_setzero_si128();
-            const __m256i y = _mm256_inserti128_si256(_mm256_castsi128_si256(qa), qb, 1);
-            /* [qa, qb, qa >> 4, qb >> 4] -> [qa, qa >> 4, qb, qb >> 4]: element order */
-            const __m512i z = _mm512_inserti64x4(_mm512_castsi256_si512(y),
-                                                 _mm256_srli_epi16(y, 4), 1);
-            wv[v] = _mm512_and_si512(_mm512_shuffle_i64x2(z, z, _MM_SHUFFLE(3, 1, 2, 0)), low4);
+            /* blocks 2v..2v+3: the 16 qs bytes of each side by side; wv[v] = low nibbles
+             * (elements 0..15 of each block), wv[v + 1] = high nibbles (16..31) */
+            __m128i qs[4];
+            for (int e = 0; e < 4; e++)
+                qs[e] = 2 * v + e < nb
+                            ? _mm_loadu_si128((const __m128i *)(pa + (size_t)e * bs + 2))
+                            : _mm_setzero_si128();
+            const __m256i y0 = _mm256_inserti128_si256(_mm256_castsi128_si256(qs[0]), qs[1], 1);
+            const __m256i y1 = _mm256_inserti128_si256(_mm256_castsi128_si256(qs[2]), qs[3], 1);
+            const __m512i z = _mm512_inserti64x4(_mm512_castsi256_si512(y0), y1, 1);
+            wv[v] = _mm512_and_si512(z, low4);
+            wv[v + 1] = _mm512_and_si512(_mm512_srli_epi16(z, 4), low4);
         } else {
             const __m256i qa = _mm256_loadu_si256((const __m256i *)(pa + 2));
             const __m256i qb = 2 * v + 1 < nb ? _mm256_loadu_si256((const __m256i *)(pb + 2))
@@ -176,14 +183,30 @@ static inline __attribute__((always_inline)) void row_kernel(
         for (int64_t j = 0; j < n; j++) {
             const int8_t *xq = xr->q[j] + ch * CHUNK * 32;
             __m512i r[8];
+            if (type == QMM_TYPE_Q4_0) {
+#pragma GCC unroll 4
+                for (int u = 0; u < 4; u++)
+                    r[u] = _mm512_dpbusd_epi32(
+                        _mm512_dpbusd_epi32(_mm512_setzero_si512(), wv[2 * u],
+                                            _mm512_loadu_si512(xq + 128 * u)),
+                        wv[2 * u + 1], _mm512_loadu_si512(xq + 128 * u + 64));
+            } else {
 #pragma GCC unroll 8
-            for (int v = 0; v < 8; v++) {
-                const __m512i xv = _mm512_loadu_si512(xq + 64 * v);
-                r[v] = type == QMM_TYPE_Q8_0
-                           ? _mm512_dpbusd_epi32(init[v], xv, wv[v])
-                           : _mm512_dpbusd_epi32(_mm512_setzero_si512(), wv[v], xv);
+                for (int v = 0; v < 8; v++) {
+                    const __m512i xv = _mm512_loadu_si512(xq + 64 * v);
+                    r[v] = type == QMM_TYPE_Q8_0
+                               ? _mm512_dpbusd_epi32(init[v], xv, wv[v])
+                               : _mm512_dpbusd_epi32(_mm512_setzero_si512(), wv[v], xv);
+                }
             }
-            __m512i isum = block_sums(r, even, odd);
+            __m512i isum;
+            if (type == QMM_TYPE_Q4_0) { /* block 4u + e in lanes 4e..4e+3 of pair u */
+                const __m512i a0 = pair_sums(r[0], r[1], even, odd);
+                const __m512i a1 = pair_sums(r[2], r[3], even, odd);
+                isum = pair_sums(a0, a1, even, odd);
+            } else {
+                isum = block_sums(r, even, odd);
+            }
             if (type == QMM_TYPE_Q4_0)
                 isum = _mm512_sub_epi32(
                     isum, _mm512_slli_epi32(_mm512_loadu_si512(xr->sum[j] + ch * CHUNK), 3));
@@ -231,6 +254,16 @@ void qmm_x86_gemv_int8_avx512(qmm_type type, int64_t m, int64_t k, const unsigne
         }
         if (type == QMM_TYPE_Q8_0) /* x + 128 as the unsigned operand */
             for (int64_t e = 0; e < kc * 32; e++) q[e] = (int8_t)(q[e] ^ 0x80);
+        if (type == QMM_TYPE_Q4_0) /* per 4 blocks: elements 0..15 of each, then 16..31 */
+            for (int64_t c0 = 0; c0 < kcp; c0 += 4) {
+                int8_t t[128];
+                for (int e = 0; e < 4; e++)
+                    for (int l = 0; l < 16; l++) {
+                        t[16 * e + l] = q[32 * (c0 + e) + l];
+                        t[64 + 16 * e + l] = q[32 * (c0 + e) + 16 + l];
+                    }
+                memcpy(q + 32 * c0, t, sizeof t);
+            }
         xr.q[j] = q;
         xr.dx[j] = dx;
         xr.s[j] = s;
