@@ -122,12 +122,11 @@ static inline __attribute__((always_inline)) void decode_chunk(
     *mw = _mm512_setzero_ps();
 #pragma GCC unroll 8
     for (int v = 0; v < 8; v++) {
-        const unsigned char *pa = b0 + (size_t)(2 * v) * bs, *pb = pa + bs;
-        if (type == QMM_TYPE_Q4_0 && v % 2 == 1) {
+        const unsigned char *pa = b0 + (size_t)(2 * v) * bs;
+        if (v % 2 == 1) {
             continue; /* made with v - 1 */
         } else if (2 * v >= nb) {
-            wv[v] = _mm512_setzero_si512();
-            if (type == QMM_TYPE_Q4_0) wv[v + 1] = _mm512_setzero_si512();
+            wv[v] = wv[v + 1] = _mm512_setzero_si512();
         } else if (type == QMM_TYPE_Q4_0) {
             /* blocks 2v..2v+3: the 16 qs bytes of each side by side; wv[v] = low nibbles
              * (elements 0..15 of each block), wv[v + 1] = high nibbles (16..31) */
@@ -141,11 +140,18 @@ static inline __attribute__((always_inline)) void decode_chunk(
             const __m512i z = _mm512_inserti64x4(_mm512_castsi256_si512(y0), y1, 1);
             wv[v] = _mm512_and_si512(z, low4);
             wv[v + 1] = _mm512_and_si512(_mm512_srli_epi16(z, 4), low4);
-        } else {
-            const __m256i qa = _mm256_loadu_si256((const __m256i *)(pa + 2));
-            const __m256i qb = 2 * v + 1 < nb ? _mm256_loadu_si256((const __m256i *)(pb + 2))
-                                              : _mm256_setzero_si256();
-            wv[v] = _mm512_inserti64x4(_mm512_castsi256_si512(qa), qb, 1);
+        } else { /* q8_0, blocks 2v..2v+3: wv[v] = bytes 0..15 of each, wv[v + 1] = 16..31 */
+            __m128i lo[4], hi[4];
+            for (int e = 0; e < 4; e++) {
+                const unsigned char *qs = pa + (size_t)e * bs + 2;
+                lo[e] = 2 * v + e < nb ? _mm_loadu_si128((const __m128i *)qs) : _mm_setzero_si128();
+                hi[e] = 2 * v + e < nb ? _mm_loadu_si128((const __m128i *)(qs + 16))
+                                       : _mm_setzero_si128();
+            }
+            wv[v] = _mm512_inserti64x4(
+                _mm512_castsi256_si512(_mm256_set_m128i(lo[1], lo[0])), _mm256_set_m128i(lo[3], lo[2]), 1);
+            wv[v + 1] = _mm512_inserti64x4(
+                _mm512_castsi256_si512(_mm256_set_m128i(hi[1], hi[0])), _mm256_set_m128i(hi[3], hi[2]), 1);
         }
     }
 }
@@ -174,11 +180,13 @@ static inline __attribute__((always_inline)) void row_kernel(
         decode_chunk(type, row, ch, nb, wv, &dw, &mw);
         if (type == QMM_TYPE_Q8_0) {
             const __m512i b128 = _mm512_set1_epi8((char)0x80);
-#pragma GCC unroll 8
-            for (int v = 0; v < 8; v++)
-                init[v] = _mm512_sub_epi32(_mm512_setzero_si512(),
-                                           _mm512_dpbusd_epi32(_mm512_setzero_si512(), b128,
-                                                               wv[v]));
+#pragma GCC unroll 4
+            for (int u = 0; u < 4; u++)
+                init[u] = _mm512_sub_epi32(
+                    _mm512_setzero_si512(),
+                    _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), b128,
+                                                            wv[2 * u]),
+                                        b128, wv[2 * u + 1]));
         }
         for (int64_t j = 0; j < n; j++) {
             const int8_t *xq = xr->q[j] + ch * CHUNK * 32;
@@ -190,17 +198,21 @@ static inline __attribute__((always_inline)) void row_kernel(
                         _mm512_dpbusd_epi32(_mm512_setzero_si512(), wv[2 * u],
                                             _mm512_loadu_si512(xq + 128 * u)),
                         wv[2 * u + 1], _mm512_loadu_si512(xq + 128 * u + 64));
+            } else if (type == QMM_TYPE_Q8_0) {
+#pragma GCC unroll 4
+                for (int u = 0; u < 4; u++)
+                    r[u] = _mm512_dpbusd_epi32(
+                        _mm512_dpbusd_epi32(init[u], _mm512_loadu_si512(xq + 128 * u),
+                                            wv[2 * u]),
+                        _mm512_loadu_si512(xq + 128 * u + 64), wv[2 * u + 1]);
             } else {
 #pragma GCC unroll 8
-                for (int v = 0; v < 8; v++) {
-                    const __m512i xv = _mm512_loadu_si512(xq + 64 * v);
-                    r[v] = type == QMM_TYPE_Q8_0
-                               ? _mm512_dpbusd_epi32(init[v], xv, wv[v])
-                               : _mm512_dpbusd_epi32(_mm512_setzero_si512(), wv[v], xv);
-                }
+                for (int v = 0; v < 8; v++)
+                    r[v] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wv[v],
+                                               _mm512_loadu_si512(xq + 64 * v));
             }
             __m512i isum;
-            if (type == QMM_TYPE_Q4_0) { /* block 4u + e in lanes 4e..4e+3 of pair u */
+            if (type != QMM_TYPE_Q4_K) { /* block 4u + e in lanes 4e..4e+3 of pair u */
                 const __m512i a0 = pair_sums(r[0], r[1], even, odd);
                 const __m512i a1 = pair_sums(r[2], r[3], even, odd);
                 isum = pair_sums(a0, a1, even, odd);
@@ -254,7 +266,7 @@ void qmm_x86_gemv_int8_avx512(qmm_type type, int64_t m, int64_t k, const unsigne
         }
         if (type == QMM_TYPE_Q8_0) /* x + 128 as the unsigned operand */
             for (int64_t e = 0; e < kc * 32; e++) q[e] = (int8_t)(q[e] ^ 0x80);
-        if (type == QMM_TYPE_Q4_0) /* per 4 blocks: elements 0..15 of each, then 16..31 */
+        if (type != QMM_TYPE_Q4_K) /* per 4 blocks: elements 0..15 of each, then 16..31 */
             for (int64_t c0 = 0; c0 < kcp; c0 += 4) {
                 int8_t t[128];
                 for (int e = 0; e < 4; e++)
