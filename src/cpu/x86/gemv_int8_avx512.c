@@ -41,6 +41,11 @@
 #define TASK_ROWS 64  /* W rows per task */
 #define NMAX 8
 
+/* q4_K: the sub-block whose dot lands in lane j (of 8) of the block sums (low and high
+ * nibbles of one 64-byte load are sub-blocks 0, 2 and 1, 3). X blocks are stored in this
+ * order too (it is its own inverse). */
+static const int K_LANE[8] = {0, 2, 1, 3, 4, 6, 5, 7};
+
 static int64_t blocks_padded(int64_t k) { return (k / 32 + CHUNK - 1) / CHUNK * CHUNK; }
 
 /* Per X row: kcp * 32 quant bytes, then dx, s and the int32 block sums (kcp each). */
@@ -93,17 +98,17 @@ static inline __attribute__((always_inline)) void decode_chunk(
             }
             const block_q4_K *blk = (const block_q4_K *)(sb0 + h * sizeof(block_q4_K));
             const float dd = qmm_fp16_to_fp32(blk->d), dmin = qmm_fp16_to_fp32(blk->dmin);
-            for (int j = 0; j < 8; j++) {
+            for (int j = 0; j < 8; j++) { /* lane j holds sub-block K_LANE[j] */
                 uint8_t sc, m;
-                qmm_kq_get_scale_min_k4(j, blk->scales, &sc, &m);
+                qmm_kq_get_scale_min_k4(K_LANE[j], blk->scales, &sc, &m);
                 d[8 * h + j] = dd * (float)sc;
                 mn[8 * h + j] = dmin * (float)m;
             }
-            for (int g = 0; g < 4; g++) {
-                const __m256i y = _mm256_loadu_si256((const __m256i *)(blk->qs + 32 * g));
-                const __m512i z = _mm512_inserti64x4(_mm512_castsi256_si512(y),
-                                                     _mm256_srli_epi16(y, 4), 1);
-                wv[4 * h + g] = _mm512_and_si512(z, low4);
+            /* 64 qs bytes = sub-blocks 4p..4p+3: low nibbles 4p and 4p+2, high 4p+1, 4p+3 */
+            for (int p = 0; p < 2; p++) {
+                const __m512i z = _mm512_loadu_si512(blk->qs + 64 * p);
+                wv[4 * h + 2 * p] = _mm512_and_si512(z, low4);
+                wv[4 * h + 2 * p + 1] = _mm512_and_si512(_mm512_srli_epi16(z, 4), low4);
             }
         }
         *dw = _mm512_loadu_ps(d);
@@ -266,6 +271,19 @@ void qmm_x86_gemv_int8_avx512(qmm_type type, int64_t m, int64_t k, const unsigne
         }
         if (type == QMM_TYPE_Q8_0) /* x + 128 as the unsigned operand */
             for (int64_t e = 0; e < kc * 32; e++) q[e] = (int8_t)(q[e] ^ 0x80);
+        if (type == QMM_TYPE_Q4_K) /* sub-blocks in K_LANE order */
+            for (int64_t c0 = 0; c0 < kc; c0 += 8)
+                for (int j = 1; j <= 5; j += 4) { /* swap j and j + 1 */
+                    int8_t t[32];
+                    memcpy(t, q + 32 * (c0 + j), 32);
+                    memcpy(q + 32 * (c0 + j), q + 32 * (c0 + j + 1), 32);
+                    memcpy(q + 32 * (c0 + j + 1), t, 32);
+                    const float td = dx[c0 + j], ts = s[c0 + j];
+                    dx[c0 + j] = dx[c0 + j + 1];
+                    s[c0 + j] = s[c0 + j + 1];
+                    dx[c0 + j + 1] = td;
+                    s[c0 + j + 1] = ts;
+                }
         if (type != QMM_TYPE_Q4_K) /* per 4 blocks: elements 0..15 of each, then 16..31 */
             for (int64_t c0 = 0; c0 < kcp; c0 += 4) {
                 int8_t t[128];
