@@ -172,8 +172,13 @@ static void cpu_weights_release(qmm_weights *w) {
  * on 2026-11-29 on this project's 2-core Sapphire-Rapids-class VM (quiet, 2 threads) with
  *   qmm bench --shape 4608x1024 --n 1,2,3,4,6,8 --strategy gemv,fused --iters 9 --csv
  * and checked on 1024x4608 for q4_0, q4_K, q6_K (--n 1,2,4,8,16,32,64); docs/PERF.md has the
- * numbers. f32 weights: the exact portable gemv beats fused_amx_bf16x3 up to n = 8 (the
- * largest measured). f16/bf16 have no AVX-512 gemv: fused wins from n = 1.
+ * numbers. f32, f16, bf16 re-measured on 2026-11-29 18:18 UTC (load average 1.6-1.9, best of 3
+ * runs) with gemv_avx512's row kernels for them:
+ *   qmm bench --shape 4608x1024 --types f32,f16,bf16 --n 1,2,3,4,6,8 --strategy gemv,fused
+ *             --iters 9 --csv
+ * f32: gemv_avx512 beats fused_amx_bf16x3 up to n = 8 (0.70 vs 1.59 ms at n = 1, 1.18 vs
+ * 1.58 at n = 8). f16/bf16: fused_amx_bf16 (W and X in bf16) still wins from n = 1 (f16
+ * 0.41 vs 0.44 ms at n = 1, 0.41 vs 1.04 at n = 8), so they stay 0.
  */
 static int64_t auto_gemv_max_n(const qmm_context *ctx, qmm_type type) {
     if (((const qmm_cpu_state *)ctx->backend)->isa < QMM_CPU_ISA_AMX) return QMM_CPU_AUTO_GEMV_MAX_N;
