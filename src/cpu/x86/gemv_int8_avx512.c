@@ -35,16 +35,30 @@
 #include "cpu/x86/x86_kernels.h"
 #include "formats/blocks.h"
 #include "formats/fp16.h"
-#include "formats/kquant_search.h"
 
 #define CHUNK 16      /* 32-element blocks per chunk (8 zmm of W bytes) */
 #define TASK_ROWS 64  /* W rows per task */
 #define NMAX 8
 
-/* q4_K: the sub-block whose dot lands in lane j (of 8) of the block sums (low and high
- * nibbles of one 64-byte load are sub-blocks 0, 2 and 1, 3). X blocks are stored in this
- * order too (it is its own inverse). */
-static const int K_LANE[8] = {0, 2, 1, 3, 4, 6, 5, 7};
+/* q4_K lane order: lane j (of 8 per super-block) of the block sums holds sub-block
+ * K_LANE[j] = 0, 2, 1, 3, 4, 6, 5, 7 (the low and high nibbles of one 64-byte load are
+ * sub-blocks 0, 2 and 1, 3). X blocks are stored in this order too (it is its own inverse). */
+
+/* The 8 six-bit scales (bytes of *sc8, sub-block order) and 8 mins (*mn8) of a q4_K
+ * super-block from its 12 packed bytes, four at a time in 32-bit words (the layout of
+ * qmm_kq_get_scale_min_k4: bytes 0..3 scales 0..3, bytes 4..7 mins 0..3, low 6 bits; bytes
+ * 8..11 the low 4 bits of scales (low nibble) and mins (high nibble) 4..7, whose top 2 bits
+ * are the top 2 bits of bytes 0..3 / 4..7). */
+static inline void k4_scales_mins(const uint8_t *p, uint64_t *sc8, uint64_t *mn8) {
+    uint32_t a, b, c;
+    memcpy(&a, p, 4);
+    memcpy(&b, p + 4, 4);
+    memcpy(&c, p + 8, 4);
+    const uint32_t sc_hi = (c & 0x0F0F0F0Fu) | (((a >> 6) & 0x03030303u) << 4);
+    const uint32_t mn_hi = ((c >> 4) & 0x0F0F0F0Fu) | (((b >> 6) & 0x03030303u) << 4);
+    *sc8 = (a & 0x3F3F3F3Fu) | (uint64_t)sc_hi << 32;
+    *mn8 = (b & 0x3F3F3F3Fu) | (uint64_t)mn_hi << 32;
+}
 
 static int64_t blocks_padded(int64_t k) { return (k / 32 + CHUNK - 1) / CHUNK * CHUNK; }
 
@@ -89,21 +103,17 @@ static inline __attribute__((always_inline)) void decode_chunk(
     const __m512i low4 = _mm512_set1_epi8(0x0F);
     if (type == QMM_TYPE_Q4_K) {
         const unsigned char *sb0 = row + (size_t)ch * 2 * sizeof(block_q4_K);
-        float d[16], mn[16];
+        uint64_t sc8[2] = {0, 0}, mn8[2] = {0, 0};
+        float dd[2] = {0.0f, 0.0f}, dmin[2] = {0.0f, 0.0f};
         for (int h = 0; h < 2; h++) {
             if (h * 8 >= nb) {
                 for (int g = 0; g < 4; g++) wv[4 * h + g] = _mm512_setzero_si512();
-                for (int j = 0; j < 8; j++) d[8 * h + j] = mn[8 * h + j] = 0.0f;
                 continue;
             }
             const block_q4_K *blk = (const block_q4_K *)(sb0 + h * sizeof(block_q4_K));
-            const float dd = qmm_fp16_to_fp32(blk->d), dmin = qmm_fp16_to_fp32(blk->dmin);
-            for (int j = 0; j < 8; j++) { /* lane j holds sub-block K_LANE[j] */
-                uint8_t sc, m;
-                qmm_kq_get_scale_min_k4(K_LANE[j], blk->scales, &sc, &m);
-                d[8 * h + j] = dd * (float)sc;
-                mn[8 * h + j] = dmin * (float)m;
-            }
+            dd[h] = qmm_fp16_to_fp32(blk->d);
+            dmin[h] = qmm_fp16_to_fp32(blk->dmin);
+            k4_scales_mins(blk->scales, &sc8[h], &mn8[h]);
             /* 64 qs bytes = sub-blocks 4p..4p+3: low nibbles 4p and 4p+2, high 4p+1, 4p+3 */
             for (int p = 0; p < 2; p++) {
                 const __m512i z = _mm512_loadu_si512(blk->qs + 64 * p);
@@ -111,8 +121,19 @@ static inline __attribute__((always_inline)) void decode_chunk(
                 wv[4 * h + 2 * p + 1] = _mm512_and_si512(_mm512_srli_epi16(z, 4), low4);
             }
         }
-        *dw = _mm512_loadu_ps(d);
-        *mw = _mm512_loadu_ps(mn);
+        /* lane j of each half holds sub-block K_LANE[j]; d * sc and dmin * mn as to_float */
+        const __m128i lane =
+            _mm_setr_epi8(0, 2, 1, 3, 4, 6, 5, 7, 8, 10, 9, 11, 12, 14, 13, 15);
+        const __m128i sc = _mm_shuffle_epi8(
+            _mm_set_epi64x((long long)sc8[1], (long long)sc8[0]), lane);
+        const __m128i mn = _mm_shuffle_epi8(
+            _mm_set_epi64x((long long)mn8[1], (long long)mn8[0]), lane);
+        *dw = _mm512_mul_ps(
+            _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(dd[0]), _mm512_set1_ps(dd[1])),
+            _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(sc)));
+        *mw = _mm512_mul_ps(
+            _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(dmin[0]), _mm512_set1_ps(dmin[1])),
+            _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(mn)));
         return;
     }
     const size_t bs = type == QMM_TYPE_Q4_0 ? sizeof(block_q4_0) : sizeof(block_q8_0);
@@ -153,10 +174,10 @@ static inline __attribute__((always_inline)) void decode_chunk(
                 hi[e] = 2 * v + e < nb ? _mm_loadu_si128((const __m128i *)(qs + 16))
                                        : _mm_setzero_si128();
             }
-            wv[v] = _mm512_inserti64x4(
-                _mm512_castsi256_si512(_mm256_set_m128i(lo[1], lo[0])), _mm256_set_m128i(lo[3], lo[2]), 1);
-            wv[v + 1] = _mm512_inserti64x4(
-                _mm512_castsi256_si512(_mm256_set_m128i(hi[1], hi[0])), _mm256_set_m128i(hi[3], hi[2]), 1);
+            wv[v] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set_m128i(lo[1], lo[0])),
+                                       _mm256_set_m128i(lo[3], lo[2]), 1);
+            wv[v + 1] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set_m128i(hi[1], hi[0])),
+                                           _mm256_set_m128i(hi[3], hi[2]), 1);
         }
     }
 }
