@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "cpu/cpu_features.h"
+#include "cpu/x86/x86_kernels.h"
 #include "formats/blocks.h"
 #include "formats/fp16.h"
 #include "qmm.h"
@@ -28,7 +29,9 @@ static const float POISON = -12345.0f;
 static const int64_t ns[] = {1, 2, 3, 4, 5, 6, 7, 8, 16, 17, 64, 65};
 #define N_NS (sizeof ns / sizeof ns[0])
 #define NMAX 65
-/* n <= GEMV_MAX_N runs the VNNI gemv (gemv_int8_avx512.c) unless QMM_FLAG_BATCH_INVARIANT. */
+/* n <= qmm_x86_gemv_int8_avx512_max_n(type) (at most 8) runs the VNNI gemv
+ * (gemv_int8_avx512.c) unless QMM_FLAG_BATCH_INVARIANT; the kernel is also called directly
+ * for n = 1..8. */
 #define GEMV_MAX_N 8
 /* gemv vs AMX on the same int8 dots: only the f32 rounding order differs. */
 #define PATH_NMSE 1e-10
@@ -78,8 +81,9 @@ static int teardown(void **state) {
  * Run int8 on quantized rows wq (m x k of `type`) for X (NMAX rows, stride k + 3, NaN after
  * k) and every n of ns, in ctx and in inv_ctx (batch-invariant: AMX for every n); check
  * against the reference and the Y padding; row 0's bits must be the same for every n of one
- * path (gemv: n <= 8 in ctx; AMX: n > 8 in ctx and every n in inv_ctx); and the gemv
- * results must match the AMX ones of the same n within PATH_NMSE / PATH_REL.
+ * path (gemv: n <= max_n in ctx; AMX: larger n in ctx and every n in inv_ctx); the gemv
+ * kernel called directly for every n <= 8 must match the AMX results of the same n within
+ * PATH_NMSE / PATH_REL (and ctx's bits where ctx ran it).
  * Returns the number of failures (printed).
  */
 static int check_case(qmm_context *ctx, const char *what, qmm_type type, int64_t m, int64_t k,
@@ -88,6 +92,11 @@ static int check_case(qmm_context *ctx, const char *what, qmm_type type, int64_t
     float *ref = malloc(sizeof(float) * NMAX * m);
     float *y = malloc(sizeof(float) * NMAX * ldy);
     float *yinv = malloc(sizeof(float) * NMAX * ldy);
+    float *yk = malloc(sizeof(float) * NMAX * ldy);
+    void *scratch = aligned_alloc(64, (qmm_x86_gemv_int8_avx512_scratch(GEMV_MAX_N, k) + 63)
+                                          / 64 * 64);
+    const int64_t max_n = qmm_x86_gemv_int8_avx512_max_n(type);
+    int64_t first_amx = -1;
     float row0[2][1024];
     assert_true(m <= 1024);
     assert_int_equal(qmm_matmul_ref(type, m, k, wq, rb, NMAX, x, ldx, ref, m), QMM_OK);
@@ -97,24 +106,34 @@ static int check_case(qmm_context *ctx, const char *what, qmm_type type, int64_t
     int failures = 0;
     for (size_t ni = 0; ni < N_NS; ni++) {
         const int64_t n = ns[ni];
-        const bool gemv = n <= GEMV_MAX_N;
-        for (int64_t i = 0; i < NMAX * ldy; i++) y[i] = yinv[i] = POISON;
+        const bool gemv = n <= max_n;
+        for (int64_t i = 0; i < NMAX * ldy; i++) y[i] = yinv[i] = yk[i] = POISON;
         assert_int_equal(qmm_matmul(ctx, w, n, x, ldx, y, ldy), QMM_OK);
         assert_int_equal(qmm_matmul(inv_ctx, winv, n, x, ldx, yinv, ldy), QMM_OK);
-        qmm_diff d, dinv, dpath;
+        qmm_diff d, dinv, dpath = {0};
         assert_int_equal(qmm_compare(n, m, y, ldy, ref, m, &d), QMM_OK);
         assert_int_equal(qmm_compare(n, m, yinv, ldy, ref, m, &dinv), QMM_OK);
-        assert_int_equal(qmm_compare(n, m, y, ldy, yinv, ldy, &dpath), QMM_OK);
+        bool paths_ok = true;
+        if (n <= GEMV_MAX_N) {
+            qmm_x86_gemv_int8_avx512(type, m, k, wq, rb, n, x, ldx, yk, ldy, scratch, 2);
+            assert_int_equal(qmm_compare(n, m, yk, ldy, yinv, ldy, &dpath), QMM_OK);
+            paths_ok = qmm_diff_ok(&dpath, PATH_NMSE, PATH_REL);
+            for (int64_t j = 0; gemv && j < n; j++)
+                if (memcmp(yk + j * ldy, y + j * ldy, sizeof(float) * (size_t)m) != 0)
+                    paths_ok = false;
+        }
         bool guards_ok = true;
         for (int64_t j = 0; j < NMAX; j++)
             for (int64_t i = (j < n ? m : 0); i < ldy; i++)
-                if (y[j * ldy + i] != POISON || yinv[j * ldy + i] != POISON) guards_ok = false;
-        /* the first n of each path (ns[0] = 1 for gemv, ns[GEMV_MAX_N] for AMX) */
-        if (ni == 0 || ni == GEMV_MAX_N) memcpy(row0[gemv ? 0 : 1], y, sizeof(float) * (size_t)m);
+                if (y[j * ldy + i] != POISON || yinv[j * ldy + i] != POISON ||
+                    (n <= GEMV_MAX_N && yk[j * ldy + i] != POISON))
+                    guards_ok = false;
+        /* the first n of each path (ns[0] = 1 for gemv, the first n > max_n for AMX) */
+        if (!gemv && first_amx < 0) first_amx = n;
+        if (ni == 0 || n == first_amx) memcpy(row0[gemv ? 0 : 1], y, sizeof(float) * (size_t)m);
         if (ni == 0) memcpy(row0[1], yinv, sizeof(float) * (size_t)m);
         const bool invariant = memcmp(row0[gemv ? 0 : 1], y, sizeof(float) * (size_t)m) == 0 &&
                                memcmp(row0[1], yinv, sizeof(float) * (size_t)m) == 0;
-        const bool paths_ok = !gemv || qmm_diff_ok(&dpath, PATH_NMSE, PATH_REL);
         if (!qmm_diff_ok(&d, MAX_NMSE, MAX_REL) || !qmm_diff_ok(&dinv, MAX_NMSE, MAX_REL) ||
             !guards_ok || !invariant || !paths_ok) {
             print_error("%s %s m=%lld k=%lld n=%lld: nmse %.3g max_rel %.3g nonfinite %lld; "
@@ -132,6 +151,8 @@ static int check_case(qmm_context *ctx, const char *what, qmm_type type, int64_t
     free(ref);
     free(y);
     free(yinv);
+    free(yk);
+    free(scratch);
     return failures;
 }
 

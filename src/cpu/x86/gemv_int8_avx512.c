@@ -75,6 +75,17 @@ bool qmm_x86_gemv_int8_avx512_has_type(qmm_type type) {
     return type == QMM_TYPE_Q4_0 || type == QMM_TYPE_Q8_0 || type == QMM_TYPE_Q4_K;
 }
 
+/*
+ * Measured (qmm bench, 14336 x 4096, 2 threads, int8 strategy, n = 1..8, this VM; ms gemv vs
+ * AMX): AMX reads its int8 copy (1.125 bytes per weight) at the memory rate for any n
+ * (~3.3 ms q4_0/q8_0, ~3.7 ms q4_K), so gemv wins while it stays under that: q4_0 up to
+ * n = 8 (1.84 .. 3.12 ms), q4_K up to n = 6 (2.31 .. 3.23; n = 7: 3.98), q8_0 only at n = 1
+ * (3.30 vs 3.36; its native blocks are 1.06 bytes per weight, n = 2: 3.68).
+ */
+int64_t qmm_x86_gemv_int8_avx512_max_n(qmm_type type) {
+    return type == QMM_TYPE_Q4_0 ? 8 : type == QMM_TYPE_Q4_K ? 6 : type == QMM_TYPE_Q8_0 ? 1 : 0;
+}
+
 typedef struct xrows {
     const int8_t *q[NMAX];
     const float *dx[NMAX], *s[NMAX];

@@ -126,9 +126,11 @@ bool qmm_cpu_x86_int8_amx_supports(const qmm_context *ctx, qmm_type type, const 
 qmm_status qmm_cpu_x86_matmul_int8_amx(qmm_context *ctx, const qmm_weights *w, int64_t n,
                                        const float *x, int64_t ldx, float *y, int64_t ldy) {
     qmm_cpu_state *st = ctx->backend;
-    /* Decode sizes: VNNI gemv on the GGUF blocks (no int8 tiles). It rounds differently from
-     * the AMX kernel, so with QMM_FLAG_BATCH_INVARIANT every n stays on AMX. */
-    if (n <= 8 && (ctx->params.flags & QMM_FLAG_BATCH_INVARIANT) == 0) {
+    /* Decode sizes: VNNI gemv on the GGUF blocks (no int8 tiles), up to the measured n where
+     * it beats AMX for the type. It rounds differently from the AMX kernel, so with
+     * QMM_FLAG_BATCH_INVARIANT every n stays on AMX. */
+    if (n <= qmm_x86_gemv_int8_avx512_max_n(w->type) &&
+        (ctx->params.flags & QMM_FLAG_BATCH_INVARIANT) == 0) {
         const qmm_cpu_weights *cw = w->backend;
         qmm_status s =
             qmm_cpu_scratch_grow(&st->shared, qmm_x86_gemv_int8_avx512_scratch(n, w->k));

@@ -146,6 +146,10 @@ void qmm_x86_int8_quantize_row(const float *x, int64_t k, int8_t *q, float *dx, 
 /* True if qmm_x86_gemv_int8_avx512 handles `type` (q4_0, q8_0, q4_K). */
 bool qmm_x86_gemv_int8_avx512_has_type(qmm_type type);
 
+/* The largest n (0..8) for which the int8 strategy runs qmm_x86_gemv_int8_avx512 rather than
+ * the AMX kernel for `type` (measured per type; 0 for types it does not handle). */
+int64_t qmm_x86_gemv_int8_avx512_max_n(qmm_type type);
+
 /* Scratch bytes qmm_x86_gemv_int8_avx512 needs for n X rows of k elements (int8 X padded to
  * a multiple of 512 elements, dx, s and the int32 block sums). */
 size_t qmm_x86_gemv_int8_avx512_scratch(int64_t n, int64_t k);
