@@ -34,7 +34,6 @@
 
 #include "cpu/x86/x86_kernels.h"
 #include "formats/blocks.h"
-#include "formats/fp16.h"
 
 #define CHUNK 16      /* 32-element blocks per chunk (8 zmm of W bytes) */
 #define TASK_ROWS 64  /* W rows per task */
@@ -122,8 +121,11 @@ static inline __attribute__((always_inline)) void decode_chunk(
                 continue;
             }
             const block_q4_K *blk = (const block_q4_K *)(sb0 + h * sizeof(block_q4_K));
-            dd[h] = qmm_fp16_to_fp32(blk->d);
-            dmin[h] = qmm_fp16_to_fp32(blk->dmin);
+            uint32_t bits; /* d and dmin: vcvtph2ps is exact, as qmm_fp16_to_fp32 */
+            memcpy(&bits, blk, sizeof bits);
+            const __m128 f = _mm_cvtph_ps(_mm_cvtsi32_si128((int)bits));
+            dd[h] = _mm_cvtss_f32(f);
+            dmin[h] = _mm_cvtss_f32(_mm_movehdup_ps(f));
             k4_scales_mins(blk->scales, &sc8[h], &mn8[h]);
             /* 64 qs bytes = sub-blocks 4p..4p+3: low nibbles 4p and 4p+2, high 4p+1, 4p+3 */
             for (int p = 0; p < 2; p++) {
