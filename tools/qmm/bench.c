@@ -982,6 +982,20 @@ int qmm_cmd_bench(int argc, char **argv) {
         }
     }
 
+    {
+        /* Timings are only meaningful on an otherwise idle machine: say so when it is busy. */
+        double load1 = 0.0;
+        FILE *la = fopen("/proc/loadavg", "r");
+        if (la != NULL) {
+            if (fscanf(la, "%lf", &load1) != 1) load1 = 0.0;
+            fclose(la);
+        }
+        const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        if (cpus > 0 && load1 > 0.5 * (double)cpus)
+            report_note(r.rep, "warning: load average %.2f on %ld CPUs before the run: other "
+                               "work competes for the cores, timings may be far too slow",
+                        load1, cpus);
+    }
     if (o.model_path) {
         r.total_work = 0; /* unknown until the file is read; progress shows done/0 */
         rc = run_model(&r);
