@@ -245,9 +245,13 @@ static qmm_status cuda_resolve(const qmm_context *ctx, const qmm_weights *w, int
     const char *tname = qmm_type_name(w->type);
     switch (requested) {
     case QMM_STRATEGY_AUTO:
-        /* Provisional thresholds (docs/CUDA.md): gemv for decode, the f16 cache for prefill. */
-        if (invariant || n <= QMM_CUDA_GEMV_TOKENS) *out = QMM_STRATEGY_GEMV;
+        /* From the H200 run of commit 7b7cf42 (docs/CUDA.md, bench/cuda_bench.c, every line
+         * verified): gemv wins at n = 1 (plain calls), cached_f16 from n = 2 on every shape
+         * (q4_0 4608x1024 n = 8: 4.9 vs 44.8 us). Without an f16 copy, gemv up to 8 tokens,
+         * then dequant_sgemm. */
+        if (invariant || n == 1) *out = QMM_STRATEGY_GEMV;
         else if (cw->f16_fits && w->m <= INT_MAX && w->k <= INT_MAX) *out = QMM_STRATEGY_CACHED_F16;
+        else if (n <= QMM_CUDA_GEMV_TOKENS) *out = QMM_STRATEGY_GEMV;
         else if (w->m <= INT_MAX && w->k <= INT_MAX) *out = QMM_STRATEGY_DEQUANT_SGEMM;
         else *out = QMM_STRATEGY_GEMV;
         return QMM_OK;
