@@ -271,7 +271,9 @@ QMM_API void qmm_weights_shape(const qmm_weights *w, qmm_type *type, int64_t *m,
  * the backend's memory space; x and y must not overlap. n >= 1.
  * Errors: QMM_ERR_INVALID_ARGUMENT (NULL, n <= 0, ldx < k, ldy < m, weights of another
  * context), QMM_ERR_UNSUPPORTED (forced strategy not available for this type/backend),
- * QMM_ERR_BACKEND. On error Y is not written.
+ * QMM_ERR_BACKEND. Argument errors are found before any work starts, so Y is not written.
+ * One exception (CUDA, n > 4096 with the cuBLAS-based strategies): the work runs in chunks of
+ * 4096 tokens, and a device failure in a later chunk leaves the earlier chunks' rows written.
  */
 QMM_API qmm_status qmm_matmul(qmm_context *ctx, const qmm_weights *w, int64_t n,
                               const float *x, int64_t ldx, float *y, int64_t ldy);
