@@ -46,11 +46,14 @@ static qmm_cuda_context *cctx(const qmm_context *ctx) { return (qmm_cuda_context
  * Context
  * ------------------------------------------------------------------------------------- */
 
+static void fp8_plans_release(qmm_cuda_context *c);
+
 static void release_state(qmm_cuda_context *c) {
     if (c == NULL) return;
     cudaSetDevice(c->device);
     if (c->stream) cudaStreamSynchronize(c->stream);
     if (c->cublas) cublasDestroy(c->cublas);
+    fp8_plans_release(c);
     if (c->lt) cublasLtDestroy(c->lt);
     cudaFree(c->cublas_workspace);
     cudaFree(c->workspace);
@@ -138,10 +141,27 @@ static void free_weights(qmm_cuda_weights *cw) {
     free(cw);
 }
 
-/* Dequantize W once and keep it as f16 when every value fits (else w16 = NULL). */
+/* cudaMalloc for an optional copy of W: out of device memory leaves *p NULL and sets *oom
+ * (the error is cleared, weights creation goes on without the copy); other errors fail. */
+static qmm_status alloc_optional(void **p, size_t bytes, bool *oom, const char *what) {
+    cudaError_t e = cudaMalloc(p, bytes);
+    if (e == cudaErrorMemoryAllocation) {
+        cudaGetLastError();
+        *p = NULL;
+        *oom = true;
+        return QMM_OK;
+    }
+    if (e != cudaSuccess) return cuda_fail(e, what);
+    return QMM_OK;
+}
+
+/* Dequantize W once (into the workspace, where build_fp8 reads it), check that every value
+ * fits f16 and keep the f16 copy when it does and the device has the memory (else w16 = NULL). */
 static qmm_status build_f16_cache(qmm_cuda_context *c, const qmm_weights *w, qmm_cuda_weights *cw) {
     size_t elems = (size_t)w->m * (size_t)w->k;
-    CU(cudaMalloc((void **)&cw->w16, elems * sizeof(uint16_t)), "cudaMalloc(f16 weights)");
+    qmm_status st = alloc_optional((void **)&cw->w16, elems * sizeof(uint16_t), &cw->w16_oom,
+                                   "cudaMalloc(f16 weights)");
+    if (st != QMM_OK) return st;
     CU(cudaMemsetAsync(c->flag, 0, sizeof(int), c->stream), "cudaMemsetAsync");
     CU(qmm_cuda_dequantize(w->type, cw->q, w->row_bytes, w->m, w->k, (float *)c->workspace, c->stream),
        "dequantize kernel");
@@ -162,8 +182,16 @@ static qmm_status build_f16_cache(qmm_cuda_context *c, const qmm_weights *w, qmm
  * E4M3, m_pad x k_pad with zero padding. Non-finite W: no fp8 copy (w8 = NULL). */
 static qmm_status build_fp8(qmm_cuda_context *c, const qmm_weights *w, qmm_cuda_weights *cw) {
     if (c->cc < 89) return QMM_OK;
-    CU(cudaMalloc((void **)&cw->w8, (size_t)cw->m_pad * (size_t)cw->k_pad), "cudaMalloc(fp8 weights)");
-    CU(cudaMalloc((void **)&cw->w8_scale, (size_t)cw->m_pad * sizeof(float)), "cudaMalloc(fp8 scales)");
+    qmm_status st = alloc_optional((void **)&cw->w8, (size_t)cw->m_pad * (size_t)cw->k_pad,
+                                   &cw->w8_oom, "cudaMalloc(fp8 weights)");
+    if (st == QMM_OK && cw->w8 != NULL)
+        st = alloc_optional((void **)&cw->w8_scale, (size_t)cw->m_pad * sizeof(float), &cw->w8_oom,
+                            "cudaMalloc(fp8 scales)");
+    if (st != QMM_OK || cw->w8_oom) {
+        cudaFree(cw->w8);
+        cw->w8 = NULL;
+        return st;
+    }
     CU(cudaMemsetAsync(c->flag, 0, sizeof(int), c->stream), "cudaMemsetAsync");
     CU(qmm_cuda_fp8_rows((const float *)c->workspace, w->m, cw->m_pad, w->k, w->k, cw->k_pad, cw->w8,
                          cw->w8_scale, c->flag, c->stream), "fp8 weights kernel");
@@ -250,7 +278,7 @@ static qmm_status cuda_resolve(const qmm_context *ctx, const qmm_weights *w, int
          * (q4_0 4608x1024 n = 8: 4.9 vs 44.8 us). Without an f16 copy, gemv up to 8 tokens,
          * then dequant_sgemm. */
         if (invariant || n == 1) *out = QMM_STRATEGY_GEMV;
-        else if (cw->f16_fits && w->m <= INT_MAX && w->k <= INT_MAX) *out = QMM_STRATEGY_CACHED_F16;
+        else if (cw->w16 != NULL && w->m <= INT_MAX && w->k <= INT_MAX) *out = QMM_STRATEGY_CACHED_F16;
         else if (n <= QMM_CUDA_GEMV_TOKENS) *out = QMM_STRATEGY_GEMV;
         else if (w->m <= INT_MAX && w->k <= INT_MAX) *out = QMM_STRATEGY_DEQUANT_SGEMM;
         else *out = QMM_STRATEGY_GEMV;
@@ -277,6 +305,10 @@ static qmm_status cuda_resolve(const qmm_context *ctx, const qmm_weights *w, int
         if (requested == QMM_STRATEGY_CACHED_F16 && !cw->f16_fits)
             return qmm_error(QMM_ERR_UNSUPPORTED, "strategy cached_f16: these %s weights hold "
                              "values beyond the f16 range (|w| > 65504) or non-finite values", tname);
+        if (requested == QMM_STRATEGY_CACHED_F16 && cw->w16 == NULL)
+            return qmm_error(QMM_ERR_UNSUPPORTED, "strategy cached_f16: the f16 copy of these %s "
+                             "weights (m=%lld, k=%lld) was skipped: out of device memory when "
+                             "they were created", tname, (long long)w->m, (long long)w->k);
         *out = requested;
         return QMM_OK;
     case QMM_STRATEGY_REF:
@@ -289,8 +321,10 @@ static qmm_status cuda_resolve(const qmm_context *ctx, const qmm_weights *w, int
             return qmm_error(QMM_ERR_UNSUPPORTED, "strategy fp8 is not batch-invariant (X scales "
                              "per token, cuBLASLt picks its kernel by n); use gemv or fused");
         if (cw->w8 == NULL)
-            return qmm_error(QMM_ERR_UNSUPPORTED, "strategy fp8: these %s weights hold non-finite "
-                             "values", tname);
+            return qmm_error(QMM_ERR_UNSUPPORTED, cw->w8_oom
+                             ? "strategy fp8: the fp8 copy of these %s weights was skipped: out of "
+                               "device memory when they were created"
+                             : "strategy fp8: these %s weights hold non-finite values", tname);
         if (cw->m_pad > INT_MAX || cw->k_pad > INT_MAX)
             return qmm_error(QMM_ERR_UNSUPPORTED, "strategy fp8: m (%lld) or k (%lld) exceeds "
                              "cuBLASLt's int range", (long long)w->m, (long long)w->k);
@@ -358,6 +392,89 @@ static qmm_status matmul_cached_f16(qmm_cuda_context *c, const qmm_weights *w, c
     return QMM_OK;
 }
 
+static void fp8_plan_clear(qmm_cuda_fp8_plan *p) {
+    if (p->ld) cublasLtMatrixLayoutDestroy(p->ld);
+    if (p->lb) cublasLtMatrixLayoutDestroy(p->lb);
+    if (p->la) cublasLtMatrixLayoutDestroy(p->la);
+    memset(p, 0, sizeof *p);
+}
+
+/* Release every cached fp8 plan and the descriptor of context c. */
+static void fp8_plans_release(qmm_cuda_context *c) {
+    for (int i = 0; i < QMM_CUDA_FP8_PLANS; i++) fp8_plan_clear(&c->fp8_plans[i]);
+    if (c->fp8_desc) cublasLtMatmulDescDestroy(c->fp8_desc);
+    c->fp8_desc = NULL;
+}
+
+/* The descriptor, layouts and algorithm of the fp8 matmul for (m_pad, k_pad, n_pad), from the
+ * context's cache or made now (host-side cuBLASLt calls only: no device work, capture-safe).
+ * Column-major view: D (m_pad x n_pad, ld m_pad) = A^T (A: k_pad x m_pad = W8) * B (k_pad x
+ * n_pad = X8), E4M3 inputs, f32 compute and output. */
+static qmm_status fp8_plan(qmm_cuda_context *c, int64_t m_pad, int64_t k_pad, int64_t n_pad,
+                           const qmm_cuda_fp8_plan **out) {
+    for (int i = 0; i < QMM_CUDA_FP8_PLANS; i++) {
+        const qmm_cuda_fp8_plan *p = &c->fp8_plans[i];
+        if (p->m_pad == m_pad && p->k_pad == k_pad && p->n_pad == n_pad) {
+            *out = p;
+            return QMM_OK;
+        }
+    }
+    const cublasOperation_t op_t = CUBLAS_OP_T, op_n = CUBLAS_OP_N;
+    cublasStatus_t s = CUBLAS_STATUS_SUCCESS;
+    if (c->fp8_desc == NULL) {
+        s = cublasLtMatmulDescCreate(&c->fp8_desc, CUBLAS_COMPUTE_32F, CUDA_R_32F);
+        if (s == CUBLAS_STATUS_SUCCESS)
+            s = cublasLtMatmulDescSetAttribute(c->fp8_desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_t, sizeof op_t);
+        if (s == CUBLAS_STATUS_SUCCESS)
+            s = cublasLtMatmulDescSetAttribute(c->fp8_desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_n, sizeof op_n);
+        if (s != CUBLAS_STATUS_SUCCESS) {
+            if (c->fp8_desc) cublasLtMatmulDescDestroy(c->fp8_desc);
+            c->fp8_desc = NULL;
+            return cublas_fail(s, "cublasLtMatmulDescCreate(E4M3 x E4M3, f32 out)");
+        }
+    }
+    qmm_cuda_fp8_plan *p = &c->fp8_plans[c->fp8_next];
+    c->fp8_next = (c->fp8_next + 1) % QMM_CUDA_FP8_PLANS;
+    fp8_plan_clear(p);
+    cublasLtMatmulPreference_t pref = NULL;
+    cublasLtMatmulHeuristicResult_t heur;
+    int found = 0;
+    const uint64_t ws = QMM_CUDA_CUBLAS_WORKSPACE;
+    s = cublasLtMatrixLayoutCreate(&p->la, CUDA_R_8F_E4M3, (uint64_t)k_pad, (uint64_t)m_pad, k_pad);
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = cublasLtMatrixLayoutCreate(&p->lb, CUDA_R_8F_E4M3, (uint64_t)k_pad, (uint64_t)n_pad, k_pad);
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = cublasLtMatrixLayoutCreate(&p->ld, CUDA_R_32F, (uint64_t)m_pad, (uint64_t)n_pad, m_pad);
+    if (s == CUBLAS_STATUS_SUCCESS) s = cublasLtMatmulPreferenceCreate(&pref);
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+    if (s == CUBLAS_STATUS_SUCCESS) {
+        /* Prefer algorithms without in-place (output-buffer) split-k reduction. */
+        const uint32_t mask = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE | CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE;
+        s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &mask, sizeof mask);
+    }
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = cublasLtMatmulAlgoGetHeuristic(c->lt, c->fp8_desc, p->la, p->lb, p->ld, p->ld, pref, 1, &heur, &found);
+    if (s == CUBLAS_STATUS_SUCCESS && found == 0) { /* none without it: allow every scheme */
+        const uint32_t all = CUBLASLT_REDUCTION_SCHEME_MASK;
+        s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &all, sizeof all);
+        if (s == CUBLAS_STATUS_SUCCESS)
+            s = cublasLtMatmulAlgoGetHeuristic(c->lt, c->fp8_desc, p->la, p->lb, p->ld, p->ld, pref, 1, &heur, &found);
+    }
+    if (s == CUBLAS_STATUS_SUCCESS && found == 0) s = CUBLAS_STATUS_NOT_SUPPORTED;
+    if (pref) cublasLtMatmulPreferenceDestroy(pref);
+    if (s != CUBLAS_STATUS_SUCCESS) {
+        fp8_plan_clear(p);
+        return cublas_fail(s, "cublasLtMatmulAlgoGetHeuristic(E4M3 x E4M3, f32 out)");
+    }
+    p->algo = heur.algo;
+    p->m_pad = m_pad;
+    p->k_pad = k_pad;
+    p->n_pad = n_pad;
+    *out = p;
+    return QMM_OK;
+}
+
 /* fp8: X rows -> E4M3 with per-token scales (padding rows zeroed), cuBLASLt E4M3 x E4M3 with
  * f32 accumulation and f32 output into the workspace, then the epilogue applies both scales. */
 static qmm_status matmul_fp8(qmm_cuda_context *c, const qmm_weights *w, const qmm_cuda_weights *cw,
@@ -367,62 +484,21 @@ static qmm_status matmul_fp8(qmm_cuda_context *c, const qmm_weights *w, const qm
     uint8_t *x8 = base + QMM_CUDA_ALIGN256((size_t)cw->m_pad * QMM_CUDA_X_CHUNK * sizeof(float));
     float *sx = (float *)(x8 + QMM_CUDA_ALIGN256((size_t)QMM_CUDA_X_CHUNK * (size_t)cw->k_pad));
     const float one = 1.0f, zero = 0.0f;
-    const cublasOperation_t op_t = CUBLAS_OP_T, op_n = CUBLAS_OP_N;
-    const uint64_t ws = QMM_CUDA_CUBLAS_WORKSPACE;
-    qmm_status st = QMM_OK;
-    for (int64_t t0 = 0; t0 < n && st == QMM_OK; t0 += QMM_CUDA_X_CHUNK) {
+    for (int64_t t0 = 0; t0 < n; t0 += QMM_CUDA_X_CHUNK) {
         const int64_t nc = n - t0 < QMM_CUDA_X_CHUNK ? n - t0 : QMM_CUDA_X_CHUNK;
         const int64_t n_pad = (nc + 15) / 16 * 16;
+        const qmm_cuda_fp8_plan *p = NULL;
+        qmm_status st = fp8_plan(c, cw->m_pad, cw->k_pad, n_pad, &p);
+        if (st != QMM_OK) return st;
         CU(qmm_cuda_fp8_rows(x + t0 * ldx, nc, n_pad, w->k, ldx, cw->k_pad, x8, sx, NULL, c->stream),
            "fp8 activations kernel");
-        cublasLtMatmulDesc_t desc = NULL;
-        cublasLtMatrixLayout_t la = NULL, lb = NULL, ld = NULL;
-        cublasLtMatmulPreference_t pref = NULL;
-        cublasLtMatmulHeuristicResult_t heur;
-        int found = 0;
-        /* Column-major view: D (m_pad x n_pad, ld m_pad) = A^T (A: k_pad x m_pad = W8) * B (k_pad x n_pad = X8). */
-        cublasStatus_t s = cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F);
-        if (s == CUBLAS_STATUS_SUCCESS)
-            s = cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_t, sizeof op_t);
-        if (s == CUBLAS_STATUS_SUCCESS)
-            s = cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_n, sizeof op_n);
-        if (s == CUBLAS_STATUS_SUCCESS)
-            s = cublasLtMatrixLayoutCreate(&la, CUDA_R_8F_E4M3, (uint64_t)cw->k_pad, (uint64_t)cw->m_pad, cw->k_pad);
-        if (s == CUBLAS_STATUS_SUCCESS)
-            s = cublasLtMatrixLayoutCreate(&lb, CUDA_R_8F_E4M3, (uint64_t)cw->k_pad, (uint64_t)n_pad, cw->k_pad);
-        if (s == CUBLAS_STATUS_SUCCESS)
-            s = cublasLtMatrixLayoutCreate(&ld, CUDA_R_32F, (uint64_t)cw->m_pad, (uint64_t)n_pad, cw->m_pad);
-        if (s == CUBLAS_STATUS_SUCCESS) s = cublasLtMatmulPreferenceCreate(&pref);
-        if (s == CUBLAS_STATUS_SUCCESS)
-            s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
-        if (s == CUBLAS_STATUS_SUCCESS) {
-            /* Prefer algorithms without in-place (output-buffer) split-k reduction. */
-            const uint32_t mask = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE | CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE;
-            s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &mask, sizeof mask);
-        }
-        if (s == CUBLAS_STATUS_SUCCESS)
-            s = cublasLtMatmulAlgoGetHeuristic(c->lt, desc, la, lb, ld, ld, pref, 1, &heur, &found);
-        if (s == CUBLAS_STATUS_SUCCESS && found == 0) { /* none without it: allow every scheme */
-            const uint32_t all = CUBLASLT_REDUCTION_SCHEME_MASK;
-            s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &all, sizeof all);
-            if (s == CUBLAS_STATUS_SUCCESS)
-                s = cublasLtMatmulAlgoGetHeuristic(c->lt, desc, la, lb, ld, ld, pref, 1, &heur, &found);
-        }
-        if (s == CUBLAS_STATUS_SUCCESS && found == 0) s = CUBLAS_STATUS_NOT_SUPPORTED;
-        if (s == CUBLAS_STATUS_SUCCESS)
-            s = cublasLtMatmul(c->lt, desc, &one, cw->w8, la, x8, lb, &zero, prod, ld, prod, ld, &heur.algo,
-                               c->cublas_workspace, QMM_CUDA_CUBLAS_WORKSPACE, c->stream);
-        if (s != CUBLAS_STATUS_SUCCESS) st = cublas_fail(s, "cublasLtMatmul(E4M3 x E4M3, f32 out)");
-        if (pref) cublasLtMatmulPreferenceDestroy(pref);
-        if (ld) cublasLtMatrixLayoutDestroy(ld);
-        if (lb) cublasLtMatrixLayoutDestroy(lb);
-        if (la) cublasLtMatrixLayoutDestroy(la);
-        if (desc) cublasLtMatmulDescDestroy(desc);
-        if (st == QMM_OK)
-            CU(qmm_cuda_fp8_epilogue(prod, cw->m_pad, cw->w8_scale, sx, w->m, nc, y + t0 * ldy, ldy, c->stream),
-               "fp8 epilogue kernel");
+        CB(cublasLtMatmul(c->lt, c->fp8_desc, &one, cw->w8, p->la, x8, p->lb, &zero, prod, p->ld, prod,
+                          p->ld, &p->algo, c->cublas_workspace, QMM_CUDA_CUBLAS_WORKSPACE, c->stream),
+           "cublasLtMatmul(E4M3 x E4M3, f32 out)");
+        CU(qmm_cuda_fp8_epilogue(prod, cw->m_pad, cw->w8_scale, sx, w->m, nc, y + t0 * ldy, ldy, c->stream),
+           "fp8 epilogue kernel");
     }
-    return st;
+    return QMM_OK;
 }
 
 static qmm_status cuda_matmul(qmm_context *ctx, const qmm_weights *w, qmm_strategy s, int64_t n,

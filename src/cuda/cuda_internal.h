@@ -7,7 +7,10 @@
  * Memory of one weights object on the device (docs/CUDA.md):
  *   q      the packed GGUF rows, m rows of row_bytes (rows compacted: stride = row_bytes);
  *   w16    W dequantized once to f16, m x k row-major, only when every value is finite and
- *          |value| <= 65504 (otherwise NULL and f16 paths are unsupported for it).
+ *          |value| <= 65504 (otherwise NULL and f16 paths are unsupported for it), and
+ *          only if the device had the memory (an optional copy: out of memory at weights
+ *          creation leaves it NULL, cached_f16 then says so, every other strategy runs).
+ *   w8     the fp8 copy (sm_89+), optional in the same way.
  * Context workspace: max over its weights of m*k*4 bytes (dequant_sgemm's f32 W) and
  * QMM_CUDA_X_CHUNK*k*2 bytes (X converted to f16), grown in weights_init, never in matmul.
  */
@@ -35,12 +38,27 @@ extern "C" {
 /* Bytes of cuBLAS workspace given to the handle at context creation (cublasSetWorkspace). */
 #define QMM_CUDA_CUBLAS_WORKSPACE ((size_t)32 << 20)
 
+/* cuBLASLt objects of the fp8 matmul for one (m_pad, k_pad, n_pad): they depend on the shapes
+ * only, never on data or on which weights (so two layers of one shape share an entry and can
+ * never alias each other's data). Made on the first fp8 call of a shape, then reused. */
+typedef struct qmm_cuda_fp8_plan {
+    int64_t m_pad, k_pad, n_pad; /* 0: empty slot */
+    cublasLtMatrixLayout_t la, lb, ld;
+    cublasLtMatmulAlgo_t algo;
+} qmm_cuda_fp8_plan;
+
+/* fp8 plans kept per context (round-robin replacement beyond this). */
+#define QMM_CUDA_FP8_PLANS 32
+
 typedef struct qmm_cuda_context {
     int device;
     cudaStream_t stream;
     bool own_stream;
     cublasHandle_t cublas;
     cublasLtHandle_t lt;    /* fp8 strategy */
+    cublasLtMatmulDesc_t fp8_desc;                 /* shape-independent, made at first use */
+    qmm_cuda_fp8_plan fp8_plans[QMM_CUDA_FP8_PLANS];
+    int fp8_next;                                  /* next slot to replace */
     int cc;                 /* compute capability, 10*major + minor */
     void *cublas_workspace;
     void *workspace;        /* see the top of this file */
@@ -52,9 +70,12 @@ typedef struct qmm_cuda_context {
 
 typedef struct qmm_cuda_weights {
     uint8_t *q;      /* packed rows, stride row_bytes */
-    uint16_t *w16;   /* f16 copy (m*k), or NULL if W does not fit f16 */
+    uint16_t *w16;   /* f16 copy (m*k), or NULL if W does not fit f16 or w16_oom */
     bool f16_fits;   /* false: some |w| > 65504 or non-finite */
-    uint8_t *w8;     /* fp8: E4M3 W, m_pad x k_pad (padding zero), or NULL (sm < 89, non-finite W) */
+    bool w16_oom;    /* the f16 copy was skipped: out of device memory at creation */
+    uint8_t *w8;     /* fp8: E4M3 W, m_pad x k_pad (padding zero), or NULL (sm < 89, non-finite
+                        W, or w8_oom) */
+    bool w8_oom;     /* the fp8 copy was skipped: out of device memory at creation */
     float *w8_scale; /* fp8: per-row scale (m_pad floats, padding 0) */
     int64_t m_pad, k_pad; /* m, k rounded up to 16 (cuBLASLt FP8 alignment) */
 } qmm_cuda_weights;
@@ -65,7 +86,8 @@ cudaError_t qmm_cuda_dequantize(int type, const void *src, size_t row_bytes, int
                                 int64_t k, float *dst, cudaStream_t stream);
 
 /* dst = f32 -> f16 (round to nearest even) of count floats; *flag |= 1 if any source value is
- * non-finite or rounds beyond the f16 range (|x| >= 65520). *flag is not reset here. */
+ * non-finite or rounds beyond the f16 range (|x| >= 65520). *flag is not reset here. dst may
+ * be NULL: then only the check runs. */
 cudaError_t qmm_cuda_f32_to_f16(const float *src, int64_t count, uint16_t *dst, int *flag,
                                 cudaStream_t stream);
 
