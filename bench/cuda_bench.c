@@ -1,9 +1,11 @@
 /*
  * cuda_bench.c — times the CUDA strategies on the LFM2.5-350M shapes (m x k = 4608x1024,
- * 1024x4608, 3072x1024, 1024x1024, 512x1024) at n = 1, 8 and 512, for q4_0, q4_K, q6_K and f16.
+ * 1024x4608, 3072x1024, 1024x1024, 512x1024) at n = 1, 8, 512 and 2048, for q4_0, q4_K, q6_K and
+ * f16, plus the decode shapes 4096x14336 and 14336x4096 at n = 1.
  *
- * Each (type, shape, n, strategy) is first verified against qmm_matmul_ref with the strategy's
- * limits (docs/CUDA.md); only a verified result is timed. Timing: 20 warm-up runs, then 7
+ * Each (type, shape, n, strategy) is first verified against qmm_matmul_ref with the limits of
+ * the precision class that qmm_matmul_path reports for the kernel (docs/CUDA.md); only a
+ * verified result is timed. Timing: 20 warm-up runs, then 7
  * batches of 100 matmuls between CUDA events (qmm_timer_begin/end), rotating among 4 input
  * sets of random X (never zeros); the median batch gives microseconds per matmul ("stream":
  * includes the host's submission cost of each qmm_matmul). The same 100 matmuls are then
@@ -12,7 +14,9 @@
  *
  * Build (bench/gpu_run.sh does this): nvcc -O2 -o cuda_bench bench/cuda_bench.c -Iinclude
  *   <build>/libqmm.a -lcublas -lcublasLt -lnvrtc -lopenblas -lgomp -lm
- * Usage: cuda_bench [--quick]   (--quick: one shape, for a smoke test)
+ * Usage: cuda_bench [--quick] [--types T,T..] [--ns N,N..] [--decode-only]
+ *   --quick: first shape only; --types / --ns: subsets (default q4_0,q4_K,q6_K,f16 and
+ *   1,8,512,2048); --decode-only: only the two large n = 1 shapes.
  */
 #include <math.h>
 #include <stdint.h>
@@ -79,7 +83,7 @@ static void run_case(qmm_context *ctx, qmm_type type, int64_t m, int64_t k, int6
     CHECK(qmm_buffer_upload(ctx, dx, x, (size_t)(SETS * n * k) * sizeof(float)));
     const qmm_strategy strategies[] = {QMM_STRATEGY_GEMV, QMM_STRATEGY_DEQUANT_SGEMM,
                                        QMM_STRATEGY_CACHED_F16, QMM_STRATEGY_FUSED, QMM_STRATEGY_FP8,
-                                       QMM_STRATEGY_AUTO};
+                                       QMM_STRATEGY_INT8, QMM_STRATEGY_AUTO};
     for (size_t si = 0; si < sizeof strategies / sizeof strategies[0]; si++) {
         CHECK(qmm_context_set_strategy(ctx, strategies[si]));
         qmm_strategy chosen;
@@ -88,9 +92,9 @@ static void run_case(qmm_context *ctx, qmm_type type, int64_t m, int64_t k, int6
         CHECK(qmm_buffer_download(ctx, out, dy, (size_t)(n * m) * sizeof(float)));
         qmm_diff d;
         CHECK(qmm_compare(n, m, out, m, ref, m, &d));
-        const bool f32 = chosen == QMM_STRATEGY_GEMV || chosen == QMM_STRATEGY_DEQUANT_SGEMM;
-        const bool fp8 = chosen == QMM_STRATEGY_FP8; /* limits of tests/test_cuda.c */
-        const bool ok = qmm_diff_ok(&d, f32 ? 1e-10 : fp8 ? 4e-3 : 1e-5, f32 ? 1e-5 : fp8 ? 0.1 : 1e-2);
+        qmm_path path;
+        CHECK(qmm_matmul_path(ctx, w, n, &path));
+        const bool ok = qmm_diff_ok(&d, path.max_nmse, path.max_rel_err);
         if (!ok) {
             printf("%-5s %5lld %5lld %4lld %-13s   FAILED verification nmse %.3g max_rel %.3g\n",
                    qmm_type_name(type), (long long)m, (long long)k, (long long)n,
@@ -152,8 +156,48 @@ static void run_case(qmm_context *ctx, qmm_type type, int64_t m, int64_t k, int6
     free(out);
 }
 
+/* Parse a comma-separated list with `parse` into out[0..max-1]; returns the count (0: bad). */
+static int parse_list(const char *arg, int max, int (*parse)(const char *, void *, int), void *out) {
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", arg);
+    int count = 0;
+    for (char *tok = strtok(buf, ","); tok != NULL; tok = strtok(NULL, ",")) {
+        if (count == max || !parse(tok, out, count)) return 0;
+        count++;
+    }
+    return count;
+}
+
+static int parse_type(const char *s, void *out, int i) {
+    return qmm_type_from_name(s, &((qmm_type *)out)[i]) == QMM_OK;
+}
+
+static int parse_n(const char *s, void *out, int i) {
+    char *end;
+    const long long v = strtoll(s, &end, 10);
+    if (*end != '\0' || v < 1 || v > 65536) return 0;
+    ((int64_t *)out)[i] = v;
+    return 1;
+}
+
 int main(int argc, char **argv) {
-    const int quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+    int quick = 0, decode_only = 0;
+    qmm_type types[16] = {QMM_TYPE_Q4_0, QMM_TYPE_Q4_K, QMM_TYPE_Q6_K, QMM_TYPE_F16};
+    int n_types = 4;
+    int64_t ns[16] = {1, 8, 512, 2048};
+    int n_ns = 4;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--quick") == 0) quick = 1;
+        else if (strcmp(argv[i], "--decode-only") == 0) decode_only = 1;
+        else if (strcmp(argv[i], "--types") == 0 && i + 1 < argc &&
+                 (n_types = parse_list(argv[++i], 16, parse_type, types)) > 0) {
+        } else if (strcmp(argv[i], "--ns") == 0 && i + 1 < argc &&
+                   (n_ns = parse_list(argv[++i], 16, parse_n, ns)) > 0) {
+        } else {
+            fprintf(stderr, "usage: cuda_bench [--quick] [--types T,T..] [--ns N,N..] [--decode-only]\n");
+            return 2;
+        }
+    }
     qmm_context_params p = qmm_context_default_params();
     p.backend = QMM_BACKEND_CUDA;
     if (cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking) != cudaSuccess) return 1;
@@ -161,12 +205,15 @@ int main(int argc, char **argv) {
     qmm_context *ctx;
     CHECK(qmm_context_create(&p, &ctx));
     const int64_t shapes[][2] = {{4608, 1024}, {1024, 4608}, {3072, 1024}, {1024, 1024}, {512, 1024}};
-    const qmm_type types[] = {QMM_TYPE_Q4_0, QMM_TYPE_Q4_K, QMM_TYPE_Q6_K, QMM_TYPE_F16};
-    const int64_t ns[] = {1, 8, 512};
+    const int64_t decode_shapes[][2] = {{4096, 14336}, {14336, 4096}};
     printf("type      m     k    n strategy                 stream-us  graph-us\n");
-    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
-        for (size_t si = 0; si < (quick ? 1 : sizeof shapes / sizeof shapes[0]); si++)
-            for (size_t ni = 0; ni < 3; ni++) run_case(ctx, types[ti], shapes[si][0], shapes[si][1], ns[ni]);
+    for (int ti = 0; ti < n_types; ti++) {
+        if (!decode_only)
+            for (size_t si = 0; si < (quick ? 1 : sizeof shapes / sizeof shapes[0]); si++)
+                for (int ni = 0; ni < n_ns; ni++) run_case(ctx, types[ti], shapes[si][0], shapes[si][1], ns[ni]);
+        if (!quick)
+            for (size_t si = 0; si < 2; si++) run_case(ctx, types[ti], decode_shapes[si][0], decode_shapes[si][1], 1);
+    }
     qmm_context_free(ctx);
     return 0;
 }
