@@ -138,6 +138,9 @@ static void free_weights(qmm_cuda_weights *cw) {
     cudaFree(cw->w16);
     cudaFree(cw->w8);
     cudaFree(cw->w8_scale);
+    cudaFree(cw->i8_q);
+    cudaFree(cw->i8_d);
+    cudaFree(cw->i8_mn);
     free(cw);
 }
 
@@ -207,6 +210,33 @@ static qmm_status build_fp8(qmm_cuda_context *c, const qmm_weights *w, qmm_cuda_
     return QMM_OK;
 }
 
+/* int8 (int8.cu): W repacked to int8 quants with per-sub-block scales (and mins), from the
+ * device copy q; nothing for f32/f16/bf16. Out of device memory: no copy, i8_oom set. */
+static qmm_status build_int8(qmm_cuda_context *c, const qmm_weights *w, qmm_cuda_weights *cw) {
+    if (!qmm_cuda_int8_has_type(w->type)) return QMM_OK;
+    const int64_t m8 = qmm_cuda_int8_pad(w->m), k8 = qmm_cuda_int8_pad(w->k);
+    size_t qb, sb;
+    if (!qmm_mul_size((size_t)m8, (size_t)k8, &qb) ||
+        !qmm_mul_size((size_t)m8 * sizeof(float), (size_t)(k8 / qmm_cuda_int8_sub_block(w->type)), &sb))
+        return qmm_error(QMM_ERR_INVALID_ARGUMENT, "int8 copy of weights m=%lld, k=%lld overflows size_t",
+                         (long long)w->m, (long long)w->k);
+    qmm_status st = alloc_optional((void **)&cw->i8_q, qb, &cw->i8_oom, "cudaMalloc(int8 weights)");
+    if (st == QMM_OK && !cw->i8_oom)
+        st = alloc_optional((void **)&cw->i8_d, sb, &cw->i8_oom, "cudaMalloc(int8 scales)");
+    if (st == QMM_OK && !cw->i8_oom && qmm_cuda_int8_has_min(w->type))
+        st = alloc_optional((void **)&cw->i8_mn, sb, &cw->i8_oom, "cudaMalloc(int8 mins)");
+    if (st != QMM_OK || cw->i8_oom) {
+        cudaFree(cw->i8_q);
+        cudaFree(cw->i8_d);
+        cw->i8_q = NULL;
+        cw->i8_d = NULL;
+        return st;
+    }
+    CU(qmm_cuda_int8_pack(w->type, cw->q, w->row_bytes, w->m, w->k, m8, k8, cw->i8_q, cw->i8_d,
+                          cw->i8_mn, c->stream), "int8 repack kernel");
+    return QMM_OK;
+}
+
 #define QMM_CUDA_ALIGN256(x) (((x) + 255u) & ~(size_t)255u)
 
 /* fp8 workspace of one weights: [product f32, m_pad x X_CHUNK | X in E4M3, X_CHUNK x k_pad |
@@ -232,11 +262,15 @@ static qmm_status weights_setup(qmm_cuda_context *c, qmm_weights *w, qmm_cuda_we
     cw->k_pad = (w->k + 15) / 16 * 16;
     size_t need = wf32 > xf16 ? wf32 : xf16;
     if (c->cc >= 89 && fp8_workspace_bytes(cw) > need) need = fp8_workspace_bytes(cw);
+    if (qmm_cuda_int8_has_type(w->type) && qmm_cuda_int8_workspace_bytes(w->k) > need)
+        need = qmm_cuda_int8_workspace_bytes(w->k);
     qmm_status st = grow_workspace(c, need);
     if (st != QMM_OK) return st;
     st = build_f16_cache(c, w, cw); /* ends with a stream sync: `data` is no longer read */
     if (st != QMM_OK) return st;
-    return build_fp8(c, w, cw);
+    st = build_fp8(c, w, cw);
+    if (st != QMM_OK) return st;
+    return build_int8(c, w, cw);
 }
 
 static qmm_status cuda_weights_init(qmm_context *ctx, qmm_weights *w, const void *data, size_t row_stride) {
@@ -330,9 +364,20 @@ static qmm_status cuda_resolve(const qmm_context *ctx, const qmm_weights *w, int
                              "cuBLASLt's int range", (long long)w->m, (long long)w->k);
         *out = requested;
         return QMM_OK;
-    case QMM_STRATEGY_INT8:
-        return qmm_error(QMM_ERR_UNSUPPORTED, "strategy %s is not implemented in the CUDA "
-                         "backend yet", qmm_strategy_name(requested));
+    case QMM_STRATEGY_INT8: /* batch-invariant: allowed with the flag */
+        if (!qmm_cuda_int8_has_type(w->type))
+            return qmm_error(QMM_ERR_UNSUPPORTED, "strategy int8: %s weights have no integer quants "
+                             "to repack (the CUDA int8 strategy takes q4_0, q4_1, q5_0, q5_1, q8_0, "
+                             "q2_K, q3_K, q4_K, q5_K, q6_K); use fused or cached_f16", tname);
+        if (cw->i8_q == NULL)
+            return qmm_error(QMM_ERR_UNSUPPORTED, "strategy int8: the int8 copy of these %s weights "
+                             "(m=%lld, k=%lld) was skipped: out of device memory when they were "
+                             "created", tname, (long long)w->m, (long long)w->k);
+        if (ctx_cc(ctx) < 80)
+            return qmm_error(QMM_ERR_UNSUPPORTED, "strategy int8 needs an sm_80 or newer GPU "
+                             "(integer mma.sync); this device is sm_%d", ctx_cc(ctx));
+        *out = requested;
+        return QMM_OK;
     default:
         return qmm_error(QMM_ERR_INVALID_ARGUMENT, "unknown strategy %d", (int)requested);
     }
@@ -527,6 +572,10 @@ static qmm_status cuda_matmul(qmm_context *ctx, const qmm_weights *w, qmm_strate
         return matmul_cached_f16(c, w, cw, n, x, ldx, y, ldy);
     case QMM_STRATEGY_FP8:
         return matmul_fp8(c, w, cw, n, x, ldx, y, ldy);
+    case QMM_STRATEGY_INT8:
+        CU(qmm_cuda_int8_matmul(w->type, cw->i8_q, cw->i8_d, cw->i8_mn, w->m, w->k, n, x, ldx, y, ldy,
+                                c->workspace, c->stream), "int8 kernels");
+        return QMM_OK;
     default:
         return qmm_error(QMM_ERR_INTERNAL, "CUDA matmul: strategy %s reached the backend unresolved",
                          qmm_strategy_name(s));

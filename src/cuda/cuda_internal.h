@@ -78,6 +78,13 @@ typedef struct qmm_cuda_weights {
     bool w8_oom;     /* the fp8 copy was skipped: out of device memory at creation */
     float *w8_scale; /* fp8: per-row scale (m_pad floats, padding 0) */
     int64_t m_pad, k_pad; /* m, k rounded up to 16 (cuBLASLt FP8 alignment) */
+    /* int8 strategy (int8.cu; NULL for f32/f16/bf16 or when the copy did not fit in device
+     * memory, see i8_oom): quants m8 x k8 bytes row-major (m8, k8 = m, k rounded up to 64 by
+     * qmm_cuda_int8_pad), per sub-block scale i8_d and min i8_mn (min types only, else NULL)
+     * as [k8 / G][m8] floats (G = qmm_cuda_int8_sub_block); padding zero. */
+    int8_t *i8_q;
+    float *i8_d, *i8_mn;
+    bool i8_oom;     /* the int8 copy's cudaMalloc ran out of memory: int8 refused */
 } qmm_cuda_weights;
 
 /* dst[r*k + e] = element e of row r (row r at src + r*row_bytes), bit-identical to the CPU's
@@ -122,6 +129,47 @@ cudaError_t qmm_cuda_fp8_rows(const float *src, int64_t rows, int64_t rows_pad, 
  * order). */
 cudaError_t qmm_cuda_fp8_epilogue(const float *d, int64_t ldd, const float *sw, const float *sx,
                                   int64_t m, int64_t n, float *y, int64_t ldy, cudaStream_t stream);
+
+/* ---- int8 strategy (int8.cu; layouts and rules at the top of that file, docs/CUDA.md) ---- */
+
+/* True for the types the int8 strategy repacks (q4_0, q4_1, q5_0, q5_1, q8_0, q2_K..q6_K). */
+bool qmm_cuda_int8_has_type(int type);
+/* Sub-block size G of the repacked scales: 16 for q2_K, q3_K, q6_K, else 32. */
+int qmm_cuda_int8_sub_block(int type);
+/* True for types whose repacked value has a min term (q4_1, q5_1, q2_K, q4_K, q5_K). */
+bool qmm_cuda_int8_has_min(int type);
+/* v rounded up to the int8 tile granule (64): m8, k8 of the repacked W, padded X rows. */
+int64_t qmm_cuda_int8_pad(int64_t v);
+/* Context workspace bytes the int8 matmul needs for weights of k columns (X of one chunk of
+ * QMM_CUDA_X_CHUNK rows quantized: k8 bytes + 12 bytes of scales per 32 elements per row). */
+size_t qmm_cuda_int8_workspace_bytes(int64_t k);
+
+/* Repack m rows of `type` (row i at w + i*row_bytes, device) into q (m_pad x k_pad int8),
+ * d and mn ([k_pad/G][m_pad] floats; mn only for min types, may be NULL otherwise) so that
+ * d*q (+ mn) is bit-identical to the type's dequantization; padding written as zeros.
+ * m_pad = qmm_cuda_int8_pad(m), k_pad = qmm_cuda_int8_pad(k). cudaErrorInvalidValue for a type
+ * without int8 support. */
+cudaError_t qmm_cuda_int8_pack(int type, const void *w, size_t row_bytes, int64_t m, int64_t k,
+                               int64_t m_pad, int64_t k_pad, int8_t *q, float *d, float *mn,
+                               cudaStream_t stream);
+
+/* Quantize n rows of k floats (x + j*ldx, k a multiple of 32) per 32-element block with the
+ * CPU's int8 rule (qmm_x86_int8_quantize_row): q (n_pad x k_pad bytes), dx and s32
+ * ([k_pad/32][n_pad] floats: dx = max|x|/127, s32 = dx*sum(q)), s16 ([k_pad/16][n_pad]:
+ * dx*sum of each 16-element half). Rows n..n_pad-1 and blocks k/32..k_pad/32-1 are written as
+ * zeros. A block holding a NaN gets dx = NaN. */
+cudaError_t qmm_cuda_int8_quantize_x(const float *x, int64_t n, int64_t n_pad, int64_t k,
+                                     int64_t ldx, int64_t k_pad, int8_t *q, float *dx, float *s32,
+                                     float *s16, cudaStream_t stream);
+
+/* int8 strategy: y[t*ldy + i] = sum over blocks c (increasing) of the f32 terms
+ * fmaf((float)isum, dx*d_w, acc) (+ fmaf(s, mn_w, acc)) for t < n, i < m, from the repacked
+ * W (wq, wd, wm as made by qmm_cuda_int8_pack for m, k) and X quantized per call into
+ * `workspace` (>= qmm_cuda_int8_workspace_bytes(k)) in chunks of QMM_CUDA_X_CHUNK rows.
+ * Integer mma.sync on tensor cores (sm_80+). Batch-invariant and deterministic. */
+cudaError_t qmm_cuda_int8_matmul(int type, const int8_t *wq, const float *wd, const float *wm,
+                                 int64_t m, int64_t k, int64_t n, const float *x, int64_t ldx,
+                                 float *y, int64_t ldy, void *workspace, cudaStream_t stream);
 
 /* Test aid: spin for about `ns` nanoseconds on the device, then copy count floats src -> dst.
  * Used to check that qmm_matmul waits for earlier work on the caller's stream. */
