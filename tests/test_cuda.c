@@ -12,6 +12,7 @@
  * new inputs; input produced on the caller's stream behind a slow kernel; batch invariance;
  * bad input rejected with Y untouched; weights beyond the f16 range refused by f16 paths.
  */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -37,6 +38,11 @@ int main(void) {
 #include <cuda_runtime.h>
 
 #include "cuda/cuda_internal.h"
+#include "formats/fp16.h"
+#if defined(__x86_64__)
+#include "cpu/cpu_features.h"
+#include "cpu/x86/x86_kernels.h"
+#endif
 
 /* Limits per strategy (docs/CUDA.md): f32 paths and f16-input paths. */
 #define F32_NMSE 1e-10
@@ -58,7 +64,7 @@ static const qmm_type k_types[] = {
 
 static const qmm_strategy k_strategies[] = {QMM_STRATEGY_GEMV, QMM_STRATEGY_DEQUANT_SGEMM,
                                             QMM_STRATEGY_CACHED_F16, QMM_STRATEGY_FUSED,
-                                            QMM_STRATEGY_FP8};
+                                            QMM_STRATEGY_FP8, QMM_STRATEGY_INT8};
 #define N_STRATEGIES (sizeof k_strategies / sizeof k_strategies[0])
 
 static bool quick(void) {
@@ -69,6 +75,11 @@ static bool quick(void) {
 /* fp8 needs sm_89+: elsewhere it must be refused (checked in test_bad_input) and is skipped. */
 static bool g_fp8;
 static bool strategy_skipped(qmm_strategy s) { return s == QMM_STRATEGY_FP8 && !g_fp8; }
+
+/* int8 takes quantized weights only: f32/f16/bf16 must be refused (QMM_ERR_UNSUPPORTED). */
+static bool int8_refused(qmm_type t, qmm_strategy s) {
+    return s == QMM_STRATEGY_INT8 && qmm_type_block_size(t) == 1;
+}
 
 static bool is_f32_path(qmm_strategy s) {
     return s == QMM_STRATEGY_GEMV || s == QMM_STRATEGY_DEQUANT_SGEMM;
@@ -226,18 +237,22 @@ static void check_y(qmm_context *ctx, const problem *p, const dev_io *io, int64_
      * limits need enough outputs (a lone output can cancel to near 0), so they apply from
      * 64 outputs on; every f16 output is also held to the f32 limits against ref16, the exact
      * product of the f16-rounded operands (a stricter check of the same function). */
-    const bool f32 = is_f32_path(s), fp8 = s == QMM_STRATEGY_FP8;
+    const bool f32 = is_f32_path(s), fp8 = s == QMM_STRATEGY_FP8, i8 = s == QMM_STRATEGY_INT8;
+    /* int8: the limits of its precision class (qmm_matmul_path reports QMM_PRECISION_INT8). */
+    double i8_nmse = 0.0, i8_rel = 0.0;
+    qmm_precision_limits(QMM_PRECISION_INT8, &i8_nmse, &i8_rel);
     qmm_diff d;
     QMM_OK_(qmm_compare(n, p->m, h, p->ldy, p->ref, p->m, &d));
-    if (fp8 && n * p->m < 64 && d.n_nonfinite > 0)
-        fail_msg("%s: fp8 gave %lld non-finite outputs", what, (long long)d.n_nonfinite);
+    if ((fp8 || i8) && n * p->m < 64 && d.n_nonfinite > 0)
+        fail_msg("%s: %s gave %lld non-finite outputs", what, qmm_strategy_name(s), (long long)d.n_nonfinite);
     if ((f32 || n * p->m >= 64) &&
-        !qmm_diff_ok(&d, f32 ? F32_NMSE : fp8 ? FP8_NMSE : F16_NMSE, f32 ? F32_REL : fp8 ? FP8_REL : F16_REL))
+        !qmm_diff_ok(&d, f32 ? F32_NMSE : fp8 ? FP8_NMSE : i8 ? i8_nmse : F16_NMSE,
+                     f32 ? F32_REL : fp8 ? FP8_REL : i8 ? i8_rel : F16_REL))
         fail_msg("%s: %s %s m=%lld k=%lld n=%lld: nmse %.3g max_rel %.3g nonfinite %lld "
                  "(worst row %lld col %lld)", what, qmm_type_name(p->w.type), qmm_strategy_name(s),
                  (long long)p->m, (long long)p->k, (long long)n, d.nmse, d.max_rel_err,
                  (long long)d.n_nonfinite, (long long)d.worst_row, (long long)d.worst_col);
-    if (!f32 && !fp8) {
+    if (!f32 && !fp8 && !i8) {
         QMM_OK_(qmm_compare(n, p->m, h, p->ldy, p->ref16, p->m, &d));
         if (!qmm_diff_ok(&d, F32_NMSE, F32_REL))
             fail_msg("%s vs f16-rounded reference: %s %s m=%lld k=%lld n=%lld: nmse %.3g max_rel %.3g "
@@ -325,6 +340,22 @@ static void test_matmul_all(void **state) {
                         if (strategy_skipped(k_strategies[si])) continue;
                         QMM_OK_(qmm_context_set_strategy(ctx, k_strategies[si]));
                         dev_io_poison_y(ctx, &io);
+                        if (int8_refused(p.w.type, k_strategies[si])) {
+                            assert_int_equal(qmm_matmul(ctx, w, ns[ni], io.x, p.ldx, io.y, p.ldy),
+                                             QMM_ERR_UNSUPPORTED);
+                            float *hy = malloc(io.y_count * sizeof(float));
+                            assert_non_null(hy);
+                            QMM_OK_(qmm_buffer_download(ctx, hy, io.y, io.y_count * sizeof(float)));
+                            if (!tu_all_poison(hy, io.y_count))
+                                fail_msg("int8 refused %s weights but wrote Y", qmm_type_name(p.w.type));
+                            free(hy);
+                            continue;
+                        }
+                        if (k_strategies[si] == QMM_STRATEGY_INT8) {
+                            qmm_path path;
+                            QMM_OK_(qmm_matmul_path(ctx, w, ns[ni], &path));
+                            assert_int_equal(path.precision, QMM_PRECISION_INT8);
+                        }
                         QMM_OK_(qmm_matmul(ctx, w, ns[ni], io.x, p.ldx, io.y, p.ldy));
                         check_y(ctx, &p, &io, ns[ni], k_strategies[si], "matmul");
                         runs++;
@@ -478,18 +509,20 @@ static void test_batch_invariant(void **state) {
     problem_make(&p, QMM_TYPE_Q4_0, 97, 320, 129, &r);
     qmm_weights *w = NULL;
     QMM_OK_(qmm_weights_create(ctx, p.w.type, p.m, p.k, p.w.buf.data, p.w.row_stride, &w));
-    const qmm_strategy inv[] = {QMM_STRATEGY_AUTO, QMM_STRATEGY_GEMV, QMM_STRATEGY_FUSED};
+    const qmm_strategy inv[] = {QMM_STRATEGY_AUTO, QMM_STRATEGY_GEMV, QMM_STRATEGY_FUSED,
+                                QMM_STRATEGY_INT8};
     const int64_t ns[] = {1, 2, 8, 9, 17, 64, 129};
     dev_io io;
     dev_io_make(ctx, &p, p.n_max, &io);
     float *base = malloc(io.y_count * sizeof(float)), *h = malloc(io.y_count * sizeof(float));
     assert_true(base && h);
-    for (size_t si = 0; si < 3; si++) {
+    for (size_t si = 0; si < sizeof inv / sizeof inv[0]; si++) {
         QMM_OK_(qmm_context_set_strategy(ctx, inv[si]));
         dev_io_poison_y(ctx, &io);
         QMM_OK_(qmm_matmul(ctx, w, p.n_max, io.x, p.ldx, io.y, p.ldy));
         QMM_OK_(qmm_buffer_download(ctx, base, io.y, io.y_count * sizeof(float)));
-        check_y(ctx, &p, &io, p.n_max, inv[si] == QMM_STRATEGY_FUSED ? inv[si] : QMM_STRATEGY_GEMV,
+        check_y(ctx, &p, &io, p.n_max,
+                inv[si] == QMM_STRATEGY_FUSED || inv[si] == QMM_STRATEGY_INT8 ? inv[si] : QMM_STRATEGY_GEMV,
                 "batch-invariant");
         for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++) {
             QMM_OK_(qmm_matmul(ctx, w, ns[ni], io.x, p.ldx, io.y, p.ldy));
@@ -540,8 +573,8 @@ static void test_bad_input(void **state) {
     assert_int_equal(qmm_matmul(ctx, w, p.n_max, io.x, p.ldx, io.y, p.m - 1), QMM_ERR_INVALID_ARGUMENT);
     assert_int_equal(qmm_matmul(ctx, w, 0, io.x, p.ldx, io.y, p.ldy), QMM_ERR_INVALID_ARGUMENT);
     /* strategies the CUDA backend does not run */
-    const qmm_strategy no[] = {QMM_STRATEGY_REF, QMM_STRATEGY_INT8, QMM_STRATEGY_FP8};
-    for (size_t i = 0; i < (g_fp8 ? 2u : 3u); i++) {
+    const qmm_strategy no[] = {QMM_STRATEGY_REF, QMM_STRATEGY_FP8};
+    for (size_t i = 0; i < (g_fp8 ? 1u : 2u); i++) {
         QMM_OK_(qmm_context_set_strategy(ctx, no[i]));
         assert_int_equal(qmm_matmul(ctx, w, p.n_max, io.x, p.ldx, io.y, p.ldy), QMM_ERR_UNSUPPORTED);
     }
@@ -590,6 +623,341 @@ static void test_f16_range(void **state) {
     qmm_context_free(ctx);
 }
 
+/* ---------------------------------------------------------------------------------------
+ * int8 strategy (docs/CUDA.md "int8")
+ * ------------------------------------------------------------------------------------- */
+
+/* The CPU's int8 X rule (qmm_x86_int8_quantize_row, docs/KERNELS.md) written as plain C: per
+ * 32-block amax = max|x|, dx = amax/127, pre = 2^64 if amax < 2^-100, inv = 127/(amax*pre)
+ * (0 for a zero block), q = round-to-nearest-even((x*pre)*inv) saturated to int8,
+ * s = dx*sum(q); s16 = dx*sum of each 16-element half. */
+static void int8_rule_row(const float *x, int64_t k, int8_t *q, float *dx, float *s, float *s16) {
+    for (int64_t c = 0; c < k / 32; c++) {
+        float amax = 0.0f;
+        for (int e = 0; e < 32; e++) amax = fabsf(x[32 * c + e]) > amax ? fabsf(x[32 * c + e]) : amax;
+        const float d = amax / 127.0f;
+        const float pre = amax < 0x1p-100f ? 0x1p64f : 1.0f;
+        const float inv = amax > 0.0f ? 127.0f / (amax * pre) : 0.0f;
+        int sum[2] = {0, 0};
+        for (int e = 0; e < 32; e++) {
+            const float v = (x[32 * c + e] * pre) * inv;
+            float r = nearbyintf(v); /* default rounding mode: to nearest, ties to even */
+            r = r < -128.0f ? -128.0f : r > 127.0f ? 127.0f : r;
+            q[32 * c + e] = (int8_t)r;
+            sum[e / 16] += (int)r;
+        }
+        dx[c] = d;
+        s[c] = d * (float)(sum[0] + sum[1]);
+        s16[2 * c] = d * (float)sum[0];
+        s16[2 * c + 1] = d * (float)sum[1];
+    }
+}
+
+static bool same_bits(float a, float b) {
+    uint32_t x, y;
+    memcpy(&x, &a, 4);
+    memcpy(&y, &b, 4);
+    return x == y;
+}
+
+/* CASES I: the GPU quantizer's bytes and scales equal the plain-C rule bit for bit (and the
+ * AVX-512 CPU quantizer when this CPU has it) on rounding ties (x*127/amax = j + 0.5 exactly),
+ * random data over many exponents, subnormal and tiny blocks (< 2^-100), zero blocks and
+ * large one-sign blocks. */
+static void test_int8_quantizer_rule(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(99);
+    qmm_context *ctx = cuda_context(0, NULL);
+    const int64_t n = 13, k = 32 * 40, ldx = k + 3;
+    const int64_t n_pad = qmm_cuda_int8_pad(n), k_pad = qmm_cuda_int8_pad(k), kb = k_pad / 32;
+    float *x = malloc((size_t)(n * ldx) * sizeof(float));
+    assert_non_null(x);
+    tu_poison_fill(x, (size_t)(n * ldx));
+    for (int64_t j = 0; j < n; j++) {
+        for (int64_t c = 0; c < k / 32; c++) {
+            float *b = x + j * ldx + 32 * c;
+            const int kind = (int)((j + c) % 8);
+            if (kind <= 2) { /* ties: amax = 127 * 2^sh, others (i + 0.5) * 2^sh */
+                const float sc = ldexpf(1.0f, (int)(tu_rng_u64(&r) % 41) - 20);
+                for (int e = 0; e < 32; e++) {
+                    const int i = (int)(tu_rng_u64(&r) % 253) - 126; /* -126..126 */
+                    b[e] = ((float)i + (i < 126 ? 0.5f : -0.5f)) * sc;
+                }
+                b[tu_rng_u64(&r) % 32] = (kind == 1 ? -127.0f : 127.0f) * sc;
+            } else if (kind == 3) { /* random over a wide exponent range, subnormals included */
+                const int ex = (int)(tu_rng_u64(&r) % 260) - 150;
+                for (int e = 0; e < 32; e++) b[e] = ldexpf(tu_rng_uniform(&r, -1.0f, 1.0f), ex);
+            } else if (kind == 4) { /* tiny: below 2^-100 (the 2^64 pre-scale) */
+                for (int e = 0; e < 32; e++) b[e] = ldexpf(tu_rng_uniform(&r, -1.0f, 1.0f), -110 - (e % 30));
+            } else if (kind == 5) {
+                for (int e = 0; e < 32; e++) b[e] = 0.0f;
+                if (c % 2) b[7] = -0.0f;
+            } else if (kind == 6) { /* CASES A: large, one sign */
+                for (int e = 0; e < 32; e++) b[e] = (j % 2 ? -1.0f : 1.0f) * tu_rng_uniform(&r, 2000.0f, 60000.0f);
+            } else {
+                tu_fill_uniform(&r, b, 32, -1.0f, 1.0f);
+            }
+        }
+    }
+    float *dx_dev;
+    const size_t xbytes = (size_t)((n - 1) * ldx + k) * sizeof(float);
+    const size_t qb = (size_t)(n_pad * k_pad), fb = (size_t)(kb * n_pad) * sizeof(float);
+    void *dq, *dd, *ds, *ds16;
+    QMM_OK_(qmm_buffer_alloc(ctx, xbytes, (void **)&dx_dev));
+    QMM_OK_(qmm_buffer_alloc(ctx, qb, &dq));
+    QMM_OK_(qmm_buffer_alloc(ctx, fb, &dd));
+    QMM_OK_(qmm_buffer_alloc(ctx, fb, &ds));
+    QMM_OK_(qmm_buffer_alloc(ctx, 2 * fb, &ds16));
+    QMM_OK_(qmm_buffer_upload(ctx, dx_dev, x, xbytes));
+    CUDA_OK(qmm_cuda_int8_quantize_x(dx_dev, n, n_pad, k, ldx, k_pad, dq, dd, ds, ds16, 0));
+    CUDA_OK(cudaDeviceSynchronize());
+    int8_t *gq = malloc(qb);
+    float *gd = malloc(fb), *gs = malloc(fb), *gs16 = malloc(2 * fb);
+    int8_t *cq = malloc((size_t)k);
+    float *cd = malloc((size_t)(k / 32) * sizeof(float)), *cs = malloc((size_t)(k / 32) * sizeof(float));
+    float *cs16 = malloc((size_t)(k / 16) * sizeof(float));
+    assert_true(gq && gd && gs && gs16 && cq && cd && cs && cs16);
+    QMM_OK_(qmm_buffer_download(ctx, gq, dq, qb));
+    QMM_OK_(qmm_buffer_download(ctx, gd, dd, fb));
+    QMM_OK_(qmm_buffer_download(ctx, gs, ds, fb));
+    QMM_OK_(qmm_buffer_download(ctx, gs16, ds16, 2 * fb));
+    int64_t ties = 0;
+    for (int64_t j = 0; j < n_pad; j++) {
+        if (j < n) {
+            int8_rule_row(x + j * ldx, k, cq, cd, cs, cs16);
+        } else {
+            memset(cq, 0, (size_t)k);
+            for (int64_t c = 0; c < k / 32; c++) cd[c] = cs[c] = cs16[2 * c] = cs16[2 * c + 1] = 0.0f;
+        }
+        for (int64_t e = 0; e < k_pad; e++) {
+            const int8_t want = e < k ? cq[e] : 0;
+            if (gq[j * k_pad + e] != want)
+                fail_msg("int8 X quants: row %lld element %lld: gpu %d, rule %d (x = %a)", (long long)j,
+                         (long long)e, gq[j * k_pad + e], want, j < n && e < k ? (double)x[j * ldx + e] : 0.0);
+        }
+        for (int64_t c = 0; c < kb; c++) {
+            const bool in = c < k / 32;
+            if (!same_bits(gd[c * n_pad + j], in ? cd[c] : 0.0f) || !same_bits(gs[c * n_pad + j], in ? cs[c] : 0.0f) ||
+                !same_bits(gs16[2 * c * n_pad + j], in ? cs16[2 * c] : 0.0f) ||
+                !same_bits(gs16[(2 * c + 1) * n_pad + j], in ? cs16[2 * c + 1] : 0.0f))
+                fail_msg("int8 X scales: row %lld block %lld: gpu dx %a s %a, rule dx %a s %a", (long long)j,
+                         (long long)c, (double)gd[c * n_pad + j], (double)gs[c * n_pad + j],
+                         in ? (double)cd[c] : 0.0, in ? (double)cs[c] : 0.0);
+        }
+        if (j < n) /* exact ties present: x * inv (inv = 127 / amax) lands on j + 0.5 */
+            for (int64_t c = 0; c < k / 32; c++) {
+                const float *b = x + j * ldx + 32 * c;
+                float amax = 0.0f;
+                for (int e = 0; e < 32; e++) amax = fabsf(b[e]) > amax ? fabsf(b[e]) : amax;
+                if (!(amax > 0.0f) || amax < 0x1p-100f) continue;
+                for (int e = 0; e < 32; e++) {
+                    const float v = b[e] * (127.0f / amax);
+                    if (fabsf(v - truncf(v)) == 0.5f) ties++;
+                }
+            }
+    }
+    assert_true(ties > 100);
+#if defined(__x86_64__)
+    if (qmm_cpu_isa_supported(QMM_CPU_ISA_AVX512)) {
+        for (int64_t j = 0; j < n; j++) {
+            int8_rule_row(x + j * ldx, k, cq, cd, cs, cs16);
+            int8_t *aq = malloc((size_t)k);
+            float *ad = malloc((size_t)(k / 32) * sizeof(float)), *as = malloc((size_t)(k / 32) * sizeof(float));
+            assert_true(aq && ad && as);
+            qmm_x86_int8_quantize_row(x + j * ldx, k, aq, ad, as, 1);
+            for (int64_t e = 0; e < k; e++)
+                if (aq[e] != gq[j * k_pad + e])
+                    fail_msg("int8 X quants: row %lld element %lld: gpu %d, AVX-512 %d", (long long)j,
+                             (long long)e, gq[j * k_pad + e], aq[e]);
+            for (int64_t c = 0; c < k / 32; c++)
+                if (!same_bits(ad[c], gd[c * n_pad + j]) || !same_bits(as[c], gs[c * n_pad + j]))
+                    fail_msg("int8 X scales: row %lld block %lld: gpu differs from AVX-512", (long long)j,
+                             (long long)c);
+            free(aq);
+            free(ad);
+            free(as);
+        }
+        print_message("test_int8_quantizer_rule: also bit-identical to qmm_x86_int8_quantize_row\n");
+    }
+#endif
+    free(gq); free(gd); free(gs); free(gs16); free(cq); free(cd); free(cs); free(cs16);
+    qmm_buffer_free(ctx, dx_dev);
+    qmm_buffer_free(ctx, dq);
+    qmm_buffer_free(ctx, dd);
+    qmm_buffer_free(ctx, ds);
+    qmm_buffer_free(ctx, ds16);
+    free(x);
+    qmm_context_free(ctx);
+}
+
+/* Runs the int8 strategy on problem p for n rows and checks it against the reference
+ * (the INT8 limits; every output finite). */
+static void int8_run_check(qmm_context *ctx, problem *p, int64_t n, const char *what) {
+    qmm_weights *w = NULL;
+    QMM_OK_(qmm_weights_create(ctx, p->w.type, p->m, p->k, p->w.buf.data, p->w.row_stride, &w));
+    QMM_OK_(qmm_context_set_strategy(ctx, QMM_STRATEGY_INT8));
+    dev_io io;
+    dev_io_make(ctx, p, n, &io);
+    dev_io_poison_y(ctx, &io);
+    QMM_OK_(qmm_matmul(ctx, w, n, io.x, p->ldx, io.y, p->ldy));
+    check_y(ctx, p, &io, n, QMM_STRATEGY_INT8, what);
+    dev_io_free(ctx, &io);
+    qmm_weights_free(w);
+}
+
+/* CASES A: 32-blocks of activations in 2000..60000 of one sign (min types use s = dx*sum(q),
+ * a float, never f16): finite and within the int8 limits, for every quantized type. */
+static void test_int8_large_activations(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(111);
+    qmm_context *ctx = cuda_context(0, NULL);
+    for (size_t ti = 0; ti < N_TYPES; ti++) {
+        if (qmm_type_block_size(k_types[ti]) == 1) continue;
+        problem p;
+        problem_make(&p, k_types[ti], 70, k_of(k_types[ti], 1), 17, &r);
+        for (int64_t j = 0; j < p.n_max; j++) {
+            const float sign = j % 3 == 0 ? -1.0f : 1.0f;
+            for (int64_t e = 0; e < p.k; e++) {
+                float v = sign * tu_rng_uniform(&r, 2000.0f, 60000.0f);
+                if (j % 3 == 2 && (e / 32) % 2) v = -v; /* blocks of alternating sign */
+                p.x[j * p.ldx + e] = v;
+            }
+        }
+        QMM_OK_(reference(&p.w, p.n_max, p.x, p.ldx, p.ref));
+        int8_run_check(ctx, &p, p.n_max, "int8 large activations");
+        problem_free(&p);
+    }
+    qmm_context_free(ctx);
+}
+
+/* CASES C: q8_0 blocks of -128 quants (bytes the quantizer never makes) and -128 next to 127:
+ * with X exactly representable (integers, one +-127 per block: dx = 1, q = x) the result must
+ * equal, bit for bit, the kernel's documented sum acc = fmaf((float)isum, 1 * d, acc) over blocks
+ * in order with the exact integer isum; with x in [-1, 1) and in 2000..60000, the int8 limits. */
+static void test_int8_q8_0_minus128(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(122);
+    qmm_context *ctx = cuda_context(0, NULL);
+    const int64_t m = 45, k = 160, n = 24;
+    problem p;
+    problem_make(&p, QMM_TYPE_Q8_0, m, k, n, &r);
+    for (int64_t i = 0; i < m; i++) {
+        unsigned char *row = p.w.buf.data + (size_t)i * p.w.row_stride;
+        for (int64_t c = 0; c < k / 32; c++) {
+            unsigned char *b = row + c * 34;
+            const qmm_half d = qmm_fp32_to_fp16(tu_rng_uniform(&r, -0.02f, 0.02f));
+            memcpy(b, &d, 2);
+            for (int e = 0; e < 32; e++) {
+                int8_t qv = -128;
+                if ((i + c) % 3 == 1) qv = (e % 2) ? 127 : -128;
+                if ((i + c) % 3 == 2) qv = (int8_t)(tu_rng_u64(&r) % 256);
+                memcpy(b + 2 + e, &qv, 1);
+            }
+        }
+    }
+    /* Exact part: integer X with a +-127 in every block. */
+    for (int64_t j = 0; j < n; j++)
+        for (int64_t e = 0; e < k; e++)
+            p.x[j * p.ldx + e] = e % 32 == (j % 32) ? (j % 2 ? -127.0f : 127.0f)
+                                                    : (float)((int)(tu_rng_u64(&r) % 255) - 127);
+    QMM_OK_(reference(&p.w, n, p.x, p.ldx, p.ref));
+    qmm_weights *w = NULL;
+    QMM_OK_(qmm_weights_create(ctx, p.w.type, m, k, p.w.buf.data, p.w.row_stride, &w));
+    QMM_OK_(qmm_context_set_strategy(ctx, QMM_STRATEGY_INT8));
+    dev_io io;
+    dev_io_make(ctx, &p, n, &io);
+    dev_io_poison_y(ctx, &io);
+    QMM_OK_(qmm_matmul(ctx, w, n, io.x, p.ldx, io.y, p.ldy));
+    float *h = malloc(io.y_count * sizeof(float));
+    assert_non_null(h);
+    QMM_OK_(qmm_buffer_download(ctx, h, io.y, io.y_count * sizeof(float)));
+    for (int64_t j = 0; j < n; j++)
+        for (int64_t i = 0; i < m; i++) {
+            const unsigned char *row = p.w.buf.data + (size_t)i * p.w.row_stride;
+            float acc = 0.0f;
+            for (int64_t c = 0; c < k / 32; c++) {
+                qmm_half dh;
+                memcpy(&dh, row + c * 34, 2);
+                int32_t isum = 0;
+                for (int e = 0; e < 32; e++)
+                    isum += (int32_t)(int8_t)row[c * 34 + 2 + e] * (int32_t)p.x[j * p.ldx + 32 * c + e];
+                acc = fmaf((float)isum, 1.0f * qmm_fp16_to_fp32(dh), acc);
+            }
+            if (!same_bits(acc, h[j * p.ldy + i]))
+                fail_msg("int8 q8_0 -128: y[%lld][%lld] = %a, exact integer sum gives %a", (long long)j,
+                         (long long)i, (double)h[j * p.ldy + i], (double)acc);
+        }
+    free(h);
+    check_y(ctx, &p, &io, n, QMM_STRATEGY_INT8, "int8 q8_0 -128 (integer X)");
+    dev_io_free(ctx, &io);
+    qmm_weights_free(w);
+    for (int pass = 0; pass < 2; pass++) {
+        for (int64_t j = 0; j < n; j++)
+            tu_fill_uniform(&r, p.x + j * p.ldx, (size_t)k, pass ? 2000.0f : -1.0f, pass ? 60000.0f : 1.0f);
+        QMM_OK_(reference(&p.w, n, p.x, p.ldx, p.ref));
+        int8_run_check(ctx, &p, n, pass ? "int8 q8_0 -128, x in 2000..60000" : "int8 q8_0 -128, x in [-1, 1)");
+    }
+    problem_free(&p);
+    qmm_context_free(ctx);
+}
+
+/* CASES D: X = 127 * identity (n = k rows): the block holding element e quantizes to dx = 1,
+ * q = 127 there and zero blocks elsewhere, so Y[e][i] = 127 * W[i][e] up to the rounding of the
+ * scale and min terms (a few ulps of the sub-block's magnitude): any nibble order, high bit,
+ * packed scale, sign or min error moves Y by the size of a weight. Every quantized type, m with
+ * a tail (67), k of three blocks. */
+static void test_int8_identity_probe(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(133);
+    qmm_context *ctx = cuda_context(0, NULL);
+    for (size_t ti = 0; ti < N_TYPES; ti++) {
+        const qmm_type t = k_types[ti];
+        if (qmm_type_block_size(t) == 1) continue;
+        const int64_t m = 67, k = k_of(t, 1), n = k;
+        problem p;
+        problem_make(&p, t, m, k, 1, &r);
+        free(p.x);
+        free(p.ref);
+        p.n_max = n;
+        p.x = calloc((size_t)(n * p.ldx), sizeof(float));
+        p.ref = malloc((size_t)(n * m) * sizeof(float));
+        float *wf = malloc((size_t)(m * k) * sizeof(float));
+        assert_true(p.x && p.ref && wf);
+        for (int64_t e = 0; e < n; e++) p.x[e * p.ldx + e] = 127.0f;
+        for (int64_t i = 0; i < m; i++)
+            QMM_OK_(qmm_dequantize_rows(t, p.w.buf.data + (size_t)i * p.w.row_stride, wf + i * k, 1, k));
+        qmm_weights *w = NULL;
+        QMM_OK_(qmm_weights_create(ctx, t, m, k, p.w.buf.data, p.w.row_stride, &w));
+        QMM_OK_(qmm_context_set_strategy(ctx, QMM_STRATEGY_INT8));
+        dev_io io;
+        dev_io_make(ctx, &p, n, &io);
+        dev_io_poison_y(ctx, &io);
+        QMM_OK_(qmm_matmul(ctx, w, n, io.x, p.ldx, io.y, p.ldy));
+        float *h = malloc(io.y_count * sizeof(float));
+        assert_non_null(h);
+        QMM_OK_(qmm_buffer_download(ctx, h, io.y, io.y_count * sizeof(float)));
+        if (!tu_padding_intact(h, n, m, p.ldy)) fail_msg("int8 identity %s: Y padding written", qmm_type_name(t));
+        for (int64_t i = 0; i < m; i++) {
+            float rowmax = 0.0f;
+            for (int64_t e = 0; e < k; e++) rowmax = fabsf(wf[i * k + e]) > rowmax ? fabsf(wf[i * k + e]) : rowmax;
+            for (int64_t e = 0; e < k; e++) {
+                const double want = 127.0 * (double)wf[i * k + e], got = h[e * p.ldy + i];
+                /* Scale and min terms rounded once each (< 2^-24 of |d*q| and |min|, both below
+                 * twice the row's max |w| for these weights): 2^-20 of 127 * rowmax bounds it. */
+                if (!(fabs(got - want) <= 0x1p-20 * 127.0 * (double)rowmax))
+                    fail_msg("int8 identity %s: W[%lld][%lld]: y/127 = %.9g, w = %.9g", qmm_type_name(t),
+                             (long long)i, (long long)e, got / 127.0, (double)wf[i * k + e]);
+            }
+        }
+        free(h);
+        free(wf);
+        dev_io_free(ctx, &io);
+        qmm_weights_free(w);
+        problem_free(&p);
+    }
+    qmm_context_free(ctx);
+}
+
 int main(void) {
     if (!qmm_backend_available(QMM_BACKEND_CUDA)) {
         printf("test_cuda: skipped: no usable CUDA device (qmm_backend_available(QMM_BACKEND_CUDA) "
@@ -610,6 +978,10 @@ int main(void) {
         cmocka_unit_test(test_graph_capture),
         cmocka_unit_test(test_batch_invariant),
         cmocka_unit_test(test_repeat_bit_identical),
+        cmocka_unit_test(test_int8_quantizer_rule),
+        cmocka_unit_test(test_int8_large_activations),
+        cmocka_unit_test(test_int8_q8_0_minus128),
+        cmocka_unit_test(test_int8_identity_probe),
         cmocka_unit_test(test_matmul_all),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -396,6 +396,8 @@ typedef struct bench_run {
     bool any_fail;
     bool runtime_error;
     bench_total *totals;    /* [n_ns][n_strategies], for whole-model and model totals */
+    bool have_gpu;          /* CUDA: gpu describes the device (roofline per row) */
+    qmm_device_info gpu;
     /* progress */
     bool tty, progress_shown;
     double t_start;
@@ -461,6 +463,7 @@ static void row_init(bench_row *row, const bench_matrix *bm, int64_t n) {
     row->k = bm->k;
     row->n = n;
     row->count = bm->count;
+    row->roof_pct = -1.0;
     snprintf(row->strategy, sizeof row->strategy, "-");
     row->nmse = -1; /* no comparison made */
 }
@@ -581,6 +584,15 @@ static void time_strategy(bench_run *r, const bench_matrix *bm, int64_t n, qmm_s
     const double bytes = (double)w_bytes * (double)bm->m + 4.0 * (double)n * (double)(bm->k + bm->m);
     row->gflops = row->ms > 0 ? flops / (row->ms * 1e6) : INFINITY;
     row->gbps = row->ms > 0 ? bytes / (row->ms * 1e6) : INFINITY;
+    row->roof_pct = -1.0;
+    if (r->have_gpu && r->gpu.copy_gbps > 0 && row->ms > 0) {
+        /* Roofline time: the bytes at the measured copy bandwidth, or the FLOPs at the
+         * class's dense peak (memory roof only when the architecture's peak is unknown). */
+        const double peak = r->gpu.peak_tflops[path.precision];
+        double t_roof = bytes / (r->gpu.copy_gbps * 1e9);
+        if (peak > 0 && flops / (peak * 1e12) > t_roof) t_roof = flops / (peak * 1e12);
+        row->roof_pct = 100.0 * t_roof / (row->ms * 1e-3);
+    }
     if (!o->verify) {
         bool nz;
         row->y_sum = verify_float_sum(y_host, (size_t)n * (size_t)bm->m, &nz);
@@ -643,6 +655,7 @@ static void total_emit(bench_run *r, bench_total *t, const char *type, const cha
     row.n = n;
     row.count = t->count;
     row.is_total = true;
+    row.roof_pct = -1.0;
     row.nmse = -1;
     if (t->n_fail > 0 || t->n_skip > 0) {
         row.status = t->n_fail > 0 ? ROW_FAIL : ROW_SKIP;
@@ -937,6 +950,16 @@ int qmm_cmd_bench(int argc, char **argv) {
     if (sb > BENCH_STREAM_MAX) sb = BENCH_STREAM_MAX;
     void *stream = sysinfo_stream_buffer_alloc(sb, r.threads);
     double gbps = stream ? sysinfo_read_bandwidth(stream, sb, r.threads, 0.2) : 0.0;
+    if (o.backend == QMM_BACKEND_CUDA) {
+        qmm_status ist = qmm_context_device_info(r.ctx, &r.gpu);
+        if (ist != QMM_OK) {
+            fprintf(stderr, "qmm bench: describing the GPU: %s: %s\n", qmm_status_str(ist),
+                    qmm_last_error());
+            rc = 1;
+            goto out;
+        }
+        r.have_gpu = true;
+    }
     if (o.backend == QMM_BACKEND_CPU) {
         r.stream = stream;
         r.stream_bytes = sb;
@@ -950,7 +973,7 @@ int qmm_cmd_bench(int argc, char **argv) {
         rc = 1;
         goto out;
     }
-    char cpu[256], features[512], date[64], device[320], source[512];
+    char cpu[256], features[512], date[64], device[512], source[512];
     sysinfo_cpu_name(cpu, sizeof cpu);
     sysinfo_cpu_features(features, sizeof features);
     time_t now = time(NULL);
@@ -959,7 +982,12 @@ int qmm_cmd_bench(int argc, char **argv) {
     strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &tm);
     if (o.backend == QMM_BACKEND_CPU)
         snprintf(device, sizeof device, "%s (isa %s)", cpu, sysinfo_cpu_isa());
-    else snprintf(device, sizeof device, "cuda:%d", got.cuda_device);
+    else
+        snprintf(device, sizeof device, "cuda:%d %s (sm_%d, %d SMs, %.0f MHz; memory %.0f MHz x "
+                 "%d bit, %.1f GiB; L2 %.0f MiB)", got.cuda_device, r.gpu.name,
+                 r.gpu.compute_capability, r.gpu.sm_count, r.gpu.sm_clock_mhz,
+                 r.gpu.mem_clock_mhz, r.gpu.mem_bus_bits, (double)r.gpu.mem_bytes / 1073741824.0,
+                 (double)r.gpu.l2_bytes / 1048576.0);
     if (o.model_path) snprintf(source, sizeof source, "model %s", o.model_path);
     else if (o.n_shapes) snprintf(source, sizeof source, "custom shapes");
     else snprintf(source, sizeof source, "preset %s%s", o.preset->name,
@@ -969,6 +997,8 @@ int qmm_cmd_bench(int argc, char **argv) {
         .backend = qmm_backend_name(o.backend), .device = device,
         .command_line = cmdline ? cmdline : "qmm bench", .fill = o.model_path ? "model bytes" : o.fill == FILL_BYTES ? "bytes" : "quantized",
         .source = source, .threads = got.n_threads, .mem_read_gbps = gbps,
+        .gpu_copy_gbps = r.have_gpu ? r.gpu.copy_gbps : 0.0,
+        .gpu_peak_tflops = r.have_gpu ? r.gpu.peak_tflops : NULL,
         .llc_bytes = (long long)llc, .iters = o.iters, .warmup = o.warmup, .seed = o.seed,
         .verify = o.verify,
     };
