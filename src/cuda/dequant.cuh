@@ -162,6 +162,36 @@ template <> __device__ __forceinline__ float qmm_cuda_dequant<QMM_TYPE_Q6_K>(con
 }
 
 /* ---------------------------------------------------------------------------------------
+ * Quads: elements e..e+3 of a row (e a multiple of 4) as one float4, each element exactly
+ * qmm_cuda_dequant<T> (the same function, so the values cannot drift from it). A quad never
+ * crosses a quant block (every block size is 1 or a multiple of 32); the four calls share the
+ * block address, d/dmin and the 6-bit scale decode, which the compiler computes once. Used by
+ * gemv (lane l takes quads l, l + 32, ...: consecutive lanes read consecutive 16 bytes of X)
+ * and by fused (a thread decodes a quad of W into four f16 of the shared tile).
+ * Elements at e >= k (only for float types, whose k may be any value) are 0 and not read.
+ * ------------------------------------------------------------------------------------- */
+
+/* Elements per quant block of type T (1 for the float types). */
+template <int T> struct qmm_cuda_qk { static constexpr int v = 32; };
+template <> struct qmm_cuda_qk<QMM_TYPE_F32> { static constexpr int v = 1; };
+template <> struct qmm_cuda_qk<QMM_TYPE_F16> { static constexpr int v = 1; };
+template <> struct qmm_cuda_qk<QMM_TYPE_BF16> { static constexpr int v = 1; };
+template <> struct qmm_cuda_qk<QMM_TYPE_Q2_K> { static constexpr int v = QK_K; };
+template <> struct qmm_cuda_qk<QMM_TYPE_Q3_K> { static constexpr int v = QK_K; };
+template <> struct qmm_cuda_qk<QMM_TYPE_Q4_K> { static constexpr int v = QK_K; };
+template <> struct qmm_cuda_qk<QMM_TYPE_Q5_K> { static constexpr int v = QK_K; };
+template <> struct qmm_cuda_qk<QMM_TYPE_Q6_K> { static constexpr int v = QK_K; };
+
+template <int T>
+__device__ __forceinline__ float4 qmm_cuda_quad(const uint8_t *__restrict__ row, int64_t e, int64_t k) {
+    float v[4];
+#pragma unroll
+    for (int j = 0; j < 4; j++)
+        v[j] = (qmm_cuda_qk<T>::v >= 4 || e + j < k) ? qmm_cuda_dequant<T>(row, e + j) : 0.0f;
+    return make_float4(v[0], v[1], v[2], v[3]);
+}
+
+/* ---------------------------------------------------------------------------------------
  * Block parts: a row is cut into units of whole-register work for one thread.
  *
  * qmm_cuda_part<T>::units(k) is the number of units of a row of k elements;
