@@ -1,11 +1,13 @@
 /*
- * test_int8.c — the int8 strategy (AMX-INT8, docs/KERNELS.md "x86: int8_amx") against
- * qmm_matmul_ref within the int8 bound (nmse <= 5e-4, max_rel_err <= 2e-2): every supported
- * type (q4_0, q8_0, q4_K) x shapes with m and k tails x n in {1..8, 16, 17, 64, 65}, with NaN
- * after k in every X row and poisoned Y padding that must stay untouched; batch invariance
- * (row 0 has the same bits for every n); CASES.md A (activations of one sign, |x| 2000 to
- * 60000: the q4_K min term uses the block sums) and C (q8_0 quants of -128, mixed with 127);
- * types outside the set are refused with QMM_ERR_UNSUPPORTED. Skipped (77) without AMX.
+ * test_int8.c — the int8 strategy (docs/KERNELS.md "x86: int8_amx", "gemv_int8_avx512")
+ * against qmm_matmul_ref within the int8 bound (nmse <= 5e-4, max_rel_err <= 2e-2): every
+ * quantized type x shapes with m and k tails x n in {1..8, 16, 17, 64, 65}, with NaN after k
+ * in every X row and poisoned Y padding that must stay untouched; batch invariance (row 0 has
+ * the same bits for every n); the VNNI kernel called directly against a model of the same
+ * int8 arithmetic (the reference run on X replaced by dx * q) within 1e-10 nmse; CASES.md A
+ * (activations of one sign, |x| 2000 to 60000: the min and offset terms use the block sums)
+ * and C (q8_0 quants of -128, mixed with 127); float weights are refused with
+ * QMM_ERR_UNSUPPORTED. Skipped (77) without AMX.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -33,7 +35,8 @@ static const int64_t ns[] = {1, 2, 3, 4, 5, 6, 7, 8, 16, 17, 64, 65};
  * (gemv_int8_avx512.c) unless QMM_FLAG_BATCH_INVARIANT; the kernel is also called directly
  * for n = 1..8. */
 #define GEMV_MAX_N 8
-/* gemv vs AMX on the same int8 dots: only the f32 rounding order differs. */
+/* gemv vs AMX, and either vs the model of the int8 arithmetic (exact integer dots, X as
+ * dx * q): only the f32 rounding order differs. */
 #define PATH_NMSE 1e-10
 #define PATH_REL 1e-5
 
@@ -93,6 +96,21 @@ static int check_case(qmm_context *ctx, const char *what, qmm_type type, int64_t
     float *y = malloc(sizeof(float) * NMAX * ldy);
     float *yinv = malloc(sizeof(float) * NMAX * ldy);
     float *yk = malloc(sizeof(float) * NMAX * ldy);
+    /* the model: the reference on X quantized as the int8 kernels do, dequantized as dx * q */
+    float *model = malloc(sizeof(float) * NMAX * m);
+    float *xdq = malloc(sizeof(float) * NMAX * k);
+    {
+        int8_t *q = malloc((size_t)k);
+        float *dx = malloc(sizeof(float) * (size_t)(k / 32)), *sx = malloc(sizeof(float) * (size_t)(k / 32));
+        for (int64_t j = 0; j < NMAX; j++) {
+            qmm_x86_int8_quantize_row(x + j * ldx, k, q, dx, sx, 1);
+            for (int64_t p = 0; p < k; p++) xdq[j * k + p] = dx[p / 32] * (float)q[p];
+        }
+        free(q);
+        free(dx);
+        free(sx);
+        assert_int_equal(qmm_matmul_ref(type, m, k, wq, rb, NMAX, xdq, k, model, m), QMM_OK);
+    }
     void *scratch = aligned_alloc(64, (qmm_x86_gemv_int8_avx512_scratch(GEMV_MAX_N, k) + 63)
                                           / 64 * 64);
     const int64_t max_n = qmm_x86_gemv_int8_avx512_max_n(type);
@@ -110,18 +128,24 @@ static int check_case(qmm_context *ctx, const char *what, qmm_type type, int64_t
         for (int64_t i = 0; i < NMAX * ldy; i++) y[i] = yinv[i] = yk[i] = POISON;
         assert_int_equal(qmm_matmul(ctx, w, n, x, ldx, y, ldy), QMM_OK);
         assert_int_equal(qmm_matmul(inv_ctx, winv, n, x, ldx, yinv, ldy), QMM_OK);
-        qmm_diff d, dinv, dpath = {0};
+        qmm_diff d, dinv, dpath = {0}, dmodel = {0}, dinvm;
         assert_int_equal(qmm_compare(n, m, y, ldy, ref, m, &d), QMM_OK);
         assert_int_equal(qmm_compare(n, m, yinv, ldy, ref, m, &dinv), QMM_OK);
         bool paths_ok = true;
         if (n <= GEMV_MAX_N) {
             qmm_x86_gemv_int8_avx512(type, m, k, wq, rb, n, x, ldx, yk, ldy, scratch, 2);
             assert_int_equal(qmm_compare(n, m, yk, ldy, yinv, ldy, &dpath), QMM_OK);
-            paths_ok = qmm_diff_ok(&dpath, PATH_NMSE, PATH_REL);
+            assert_int_equal(qmm_compare(n, m, yk, ldy, model, m, &dmodel), QMM_OK);
+            paths_ok = qmm_diff_ok(&dpath, PATH_NMSE, PATH_REL) &&
+                       qmm_diff_ok(&dmodel, PATH_NMSE, PATH_REL);
             for (int64_t j = 0; gemv && j < n; j++)
                 if (memcmp(yk + j * ldy, y + j * ldy, sizeof(float) * (size_t)m) != 0)
                     paths_ok = false;
         }
+        /* the batch-invariant context (AMX, or the gemv for types without int8 tiles) vs the
+         * model, every n */
+        assert_int_equal(qmm_compare(n, m, yinv, ldy, model, m, &dinvm), QMM_OK);
+        if (!qmm_diff_ok(&dinvm, PATH_NMSE, PATH_REL)) paths_ok = false;
         bool guards_ok = true;
         for (int64_t j = 0; j < NMAX; j++)
             for (int64_t i = (j < n ? m : 0); i < ldy; i++)
@@ -138,10 +162,12 @@ static int check_case(qmm_context *ctx, const char *what, qmm_type type, int64_t
             !guards_ok || !invariant || !paths_ok) {
             print_error("%s %s m=%lld k=%lld n=%lld: nmse %.3g max_rel %.3g nonfinite %lld; "
                         "invariant ctx nmse %.3g max_rel %.3g; gemv vs amx nmse %.3g max_rel "
-                        "%.3g; guards %s row0 %s\n", what, qmm_type_name(type), (long long)m,
-                        (long long)k, (long long)n, d.nmse, d.max_rel_err,
-                        (long long)d.n_nonfinite, dinv.nmse, dinv.max_rel_err, dpath.nmse,
-                        dpath.max_rel_err, guards_ok ? "ok" : "WRITTEN",
+                        "%.3g; gemv vs model nmse %.3g max_rel %.3g; invariant ctx vs model "
+                        "nmse %.3g max_rel %.3g; guards %s row0 %s\n", what,
+                        qmm_type_name(type), (long long)m, (long long)k, (long long)n, d.nmse,
+                        d.max_rel_err, (long long)d.n_nonfinite, dinv.nmse, dinv.max_rel_err,
+                        dpath.nmse, dpath.max_rel_err, dmodel.nmse, dmodel.max_rel_err,
+                        dinvm.nmse, dinvm.max_rel_err, guards_ok ? "ok" : "WRITTEN",
                         invariant ? "same" : "DIFFERS");
             failures++;
         }
@@ -152,6 +178,8 @@ static int check_case(qmm_context *ctx, const char *what, qmm_type type, int64_t
     free(y);
     free(yinv);
     free(yk);
+    free(model);
+    free(xdq);
     free(scratch);
     return failures;
 }
@@ -183,7 +211,16 @@ static int check_random(qmm_context *ctx, const char *what, qmm_type type, int64
     return f;
 }
 
-static const qmm_type int8_types[] = {QMM_TYPE_Q4_0, QMM_TYPE_Q8_0, QMM_TYPE_Q4_K};
+static const qmm_type int8_types[] = {QMM_TYPE_Q4_0, QMM_TYPE_Q4_1, QMM_TYPE_Q5_0,
+                                      QMM_TYPE_Q5_1, QMM_TYPE_Q8_0, QMM_TYPE_Q2_K,
+                                      QMM_TYPE_Q3_K, QMM_TYPE_Q4_K, QMM_TYPE_Q5_K,
+                                      QMM_TYPE_Q6_K};
+#define N_TYPES (sizeof int8_types / sizeof int8_types[0])
+
+static bool is_k_quant(qmm_type t) {
+    return t == QMM_TYPE_Q2_K || t == QMM_TYPE_Q3_K || t == QMM_TYPE_Q4_K ||
+           t == QMM_TYPE_Q5_K || t == QMM_TYPE_Q6_K;
+}
 
 static void test_shapes(void **state) {
     (void)state;
@@ -194,9 +231,9 @@ static void test_shapes(void **state) {
     const int64_t ks_32[] = {32, 64, 96, 512, 1056, 4128};
     const int64_t ks_256[] = {256, 768, 1024, 4352};
     int failures = 0;
-    for (size_t ti = 0; ti < 3; ti++) {
+    for (size_t ti = 0; ti < N_TYPES; ti++) {
         const qmm_type type = int8_types[ti];
-        const bool k_quant = type == QMM_TYPE_Q4_K;
+        const bool k_quant = is_k_quant(type);
         const int64_t *ks = k_quant ? ks_256 : ks_32;
         const size_t nk = k_quant ? 4 : 6;
         for (size_t mi = 0; mi < 4; mi++)
@@ -213,8 +250,8 @@ static void test_large_one_sign(void **state) {
     (void)state;
     qmm_context *ctx = int8_ctx();
     int failures = 0;
-    for (size_t ti = 0; ti < 3; ti++) {
-        const int64_t k = int8_types[ti] == QMM_TYPE_Q4_K ? 512 : 256;
+    for (size_t ti = 0; ti < N_TYPES; ti++) {
+        const int64_t k = is_k_quant(int8_types[ti]) ? 512 : 256;
         failures += check_random(ctx, "A positive", int8_types[ti], 33, k, 2000.0f, 60000.0f,
                                  (uint32_t)(7 + ti));
         failures += check_random(ctx, "A negative", int8_types[ti], 33, k, -60000.0f, -2000.0f,
@@ -256,19 +293,19 @@ static void test_q8_0_minus_128(void **state) {
     assert_int_equal(failures, 0);
 }
 
-/* A type outside q4_0/q8_0/q4_K: int8 is refused with QMM_ERR_UNSUPPORTED, Y untouched. */
+/* Float weights (f16): int8 is refused with QMM_ERR_UNSUPPORTED, Y untouched. */
 static void test_unsupported_type(void **state) {
     (void)state;
     qmm_context *ctx = int8_ctx();
     const int64_t m = 16, k = 256;
     size_t rb;
-    assert_int_equal(qmm_row_bytes(QMM_TYPE_Q6_K, k, &rb), QMM_OK);
+    assert_int_equal(qmm_row_bytes(QMM_TYPE_F16, k, &rb), QMM_OK);
     float *wf = malloc(sizeof(float) * m * k);
     unsigned char *wq = malloc(rb * m);
     fill(wf, m * k, 3, -1.0f, 1.0f);
-    assert_int_equal(qmm_quantize_rows(QMM_TYPE_Q6_K, wf, wq, m, k), QMM_OK);
+    assert_int_equal(qmm_quantize_rows(QMM_TYPE_F16, wf, wq, m, k), QMM_OK);
     qmm_weights *w;
-    assert_int_equal(qmm_weights_create(ctx, QMM_TYPE_Q6_K, m, k, wq, rb, &w), QMM_OK);
+    assert_int_equal(qmm_weights_create(ctx, QMM_TYPE_F16, m, k, wq, rb, &w), QMM_OK);
     float x[256], y[16];
     fill(x, k, 4, -1.0f, 1.0f);
     for (int i = 0; i < 16; i++) y[i] = POISON;

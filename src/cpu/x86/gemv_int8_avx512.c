@@ -1,30 +1,38 @@
 /*
- * gemv_int8_avx512.c — the int8 strategy for n <= 8 (decode) with AVX-512-VNNI on the native
- * GGUF blocks (q4_0, q8_0, q4_K; no repacked copy).
+ * gemv_int8_avx512.c — the int8 strategy with AVX-512-VNNI on the native GGUF blocks of every
+ * quantized weight type (q4_0, q4_1, q5_0, q5_1, q8_0, q2_K, q3_K, q4_K, q5_K, q6_K; no
+ * repacked copy). Meant for decode (n <= 8); any n runs in groups of up to 8 X rows.
  *
  * X is quantized per call with int8_amx's function (qmm_x86_int8_quantize_row: per 32-element
- * block c, dx = max|x| / 127, q = round-to-nearest-even(x / dx), s = dx * sum(q)) into a
- * scratch copy padded with zero blocks to a multiple of 16 blocks. A W row is walked in chunks
- * of 16 blocks (512 elements): the quants are expanded to bytes in 8 zmm registers (two
- * 32-element blocks per register, in element order), and per X row
- *     VPDPBUSD (u8 x s8 -> 16 int32 lanes, 8 lanes per block) per register;
- *     the 8 registers reduced to one vector of the 16 exact int32 block dots (a fixed tree
- *     of permutes and adds);
- *     acc = fma((float)isum, d_w * dx, acc), for q4_K then acc = fnmadd(s, dmin * mn, acc),
- * with one 16-lane f32 accumulator per X row (lane = block index mod 16), reduced once at
- * the row's end by _mm512_reduce_add_ps. The order depends only on k (not on n, the thread
- * or the task), but differs from int8_amx's, so the two paths agree within the int8 bound,
- * not bit for bit.
- * Signs for VPDPBUSD (first operand unsigned):
- *   q4_0: the nibbles q (0..15) are the unsigned side, X the signed side; per block
- *         sum((q - 8) x) = dot(q, x) - 8 * sum(x), sum(x) summed exactly per X block;
- *   q8_0: X is the unsigned side as x + 128 (1..255; x is never -128) and the weights stay
- *         signed, so -128 needs no negation; the lanes start from -128 * sum(w) (VPDPBUSD of
- *         the bytes 128 with w), so they end at sum(x w);
- *   q4_K: the nibbles q are the unsigned side; the min term uses s as int8_amx does.
- * int32 cannot overflow: a lane sums 4 products of at most 255 * 128.
+ * block c, dx = max|x| / 127, q = round-to-nearest-even(x / dx)) into a scratch copy padded
+ * with zero blocks to a multiple of 512 elements. A W row is walked in chunks of 512 elements
+ * (16 blocks of 32, or two super-blocks of 256): the integer quants of a chunk are expanded to
+ * unsigned bytes in 8 zmm registers wv[0..7], in an order that is cheap to decode from the
+ * type's layout (per type below), X is stored in the same order, and per X row
+ *     r[u] = VPDPBUSD(VPDPBUSD(0, wv[2u], x), wv[2u + 1], x')    u = 0..3
+ * (wv[2u] and wv[2u + 1] hold the same sub-blocks in the same int32 lanes, so one chain per
+ * pair); a fixed tree of permutes and adds (pair_sums) turns the 4 registers into the exact
+ * int32 dot of every sub-block: one vector of 16 lanes for 32-element sub-blocks, two for
+ * 16-element ones (q2_K, q3_K, q6_K). Lane order: LANE_SUB below, computed from the decode
+ * order (elem()) by following the tree. Then per X row, lane by lane:
+ *     offset types (q4_0 8, q5_0 16, q3_K 4, q6_K 32): isum -= offset * sum(q_x)  (exact int);
+ *     acc = fma((float)isum, d_w * dx, acc)         d_w = the float the dequantizer multiplies
+ *                                                   by (d, d * sc);
+ *     min types (q4_1, q5_1 m; q2_K, q4_K, q5_K -(dmin * mn)): acc = fma(s, m_w, acc) with
+ *                                                   s = dx * sum(q_x) over the sub-block;
+ * with one 16-lane f32 accumulator per X row (for 16-element sub-blocks: the first 16
+ * sub-blocks, then the next 16, then the min terms in the same order), reduced once at the
+ * row's end by _mm512_reduce_add_ps. The order depends only on k (not on n, the thread or the
+ * task); it differs from int8_amx's, so the two paths agree within the int8 bound, not bit
+ * for bit.
+ * Signs for VPDPBUSD (first operand unsigned): the W quants are the unsigned side (0..63),
+ * except q8_0, where X is the unsigned side as x + 128 (1..255; x is never -128) and the
+ * weights stay signed, so -128 needs no negation; its lanes start from -128 * sum(w)
+ * (VPDPBUSD of the bytes 128 with w), so they end at sum(x w). int32 cannot overflow: a lane
+ * sums 8 products of at most 255 * 128. VPDPBUSD does not saturate.
  * Threads: tasks of 64 W rows, schedule(dynamic); each output belongs to one task, so the
- * schedule changes no bit. Format source: ggml-common.h (block structs).
+ * schedule changes no bit. Format source: ggml-common.h / ggml-quants.c (block structs,
+ * dequantize_row_*), as restated in src/formats/quants_*.c.
  */
 #include <immintrin.h>
 #include <stdint.h>
@@ -35,15 +43,185 @@
 #include "cpu/x86/x86_kernels.h"
 #include "formats/blocks.h"
 
-#define CHUNK 16      /* 32-element blocks per chunk (8 zmm of W bytes) */
+#define CHUNK 512     /* elements per chunk (8 zmm of W bytes) */
 #define TASK_ROWS 64  /* W rows per task */
-#define NMAX 8
+#define NMAX 8        /* X rows per pass over a W row */
+#define LANES 32      /* per-lane X data reserved per chunk (16 used by 32-element types) */
 
-/* q4_K lane order: lane j (of 8 per super-block) of the block sums holds sub-block
- * K_LANE[j] = 0, 2, 1, 3, 4, 6, 5, 7 (the low and high nibbles of one 64-byte load are
- * sub-blocks 0, 2 and 1, 3). X blocks are stored in this order too (it is its own inverse). */
+static bool k_quant(qmm_type t) {
+    return t == QMM_TYPE_Q2_K || t == QMM_TYPE_Q3_K || t == QMM_TYPE_Q4_K ||
+           t == QMM_TYPE_Q5_K || t == QMM_TYPE_Q6_K;
+}
 
-/* The 8 six-bit scales (bytes of *sc8, sub-block order) and 8 mins (*mn8) of a q4_K
+/* Sub-blocks of 16 elements (two lane vectors per chunk) or of 32 (one). */
+static bool sub16(qmm_type t) {
+    return t == QMM_TYPE_Q2_K || t == QMM_TYPE_Q3_K || t == QMM_TYPE_Q6_K;
+}
+
+bool qmm_x86_gemv_int8_avx512_has_type(qmm_type type) {
+    switch (type) {
+    case QMM_TYPE_Q4_0: case QMM_TYPE_Q4_1: case QMM_TYPE_Q5_0: case QMM_TYPE_Q5_1:
+    case QMM_TYPE_Q8_0: case QMM_TYPE_Q2_K: case QMM_TYPE_Q3_K: case QMM_TYPE_Q4_K:
+    case QMM_TYPE_Q5_K: case QMM_TYPE_Q6_K:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/*
+ * Measured (qmm bench, 14336 x 4096, 2 threads, int8 strategy, n = 1..8, this VM; ms gemv vs
+ * AMX): AMX reads its int8 copy (1.125 bytes per weight) at the memory rate for any n
+ * (~3.3 ms q4_0/q8_0, ~3.7 ms q4_K), so gemv wins while it stays under that: q4_0 up to
+ * n = 8 (1.84 .. 3.12 ms), q4_K up to n = 6 (2.31 .. 3.23; n = 7: 3.98), q8_0 only at n = 1
+ * (3.30 vs 3.36; its native blocks are 1.06 bytes per weight, n = 2: 3.68).
+ * Types without int8 tiles (no AMX kernel) run this kernel for every n.
+ */
+int64_t qmm_x86_gemv_int8_avx512_max_n(qmm_type type) {
+    switch (type) {
+    case QMM_TYPE_Q4_0: return 8;
+    case QMM_TYPE_Q4_K: return 6;
+    case QMM_TYPE_Q8_0: return 1;
+    default: return qmm_x86_gemv_int8_avx512_has_type(type) ? INT64_MAX : 0;
+    }
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Decode order: element (0..511 of the chunk) in byte b (0..63) of register v (0..7).
+ * The SIMD decoders below produce exactly this; X is permuted by it.
+ * ------------------------------------------------------------------------------------- */
+
+/* q4_K / q5_K: one 64-byte qs load p of super-block h holds sub-blocks 4p..4p+3; the low
+ * nibbles are sub-blocks 4p, 4p+2, the high 4p+1, 4p+3; elements 0..15 of each ("a") go to
+ * register A = 4h + 2p, elements 16..31 ("b") to B = A + 1, 128-bit lane t holding sub-block
+ * 4p + K4_SUB[t]. */
+static const int K4_SUB[4] = {0, 2, 1, 3};
+
+static int elem(qmm_type type, int v, int b) {
+    if (!k_quant(type)) { /* blocks 4u..4u+3 side by side: v even elements 0..15, odd 16..31 */
+        const int u = v / 2, e = b / 16, l = b % 16;
+        return 32 * (4 * u + e) + 16 * (v % 2) + l;
+    }
+    const int h = v / 4;
+    if (type == QMM_TYPE_Q4_K || type == QMM_TYPE_Q5_K) {
+        const int p = (v / 2) % 2, t = b / 16, l = b % 16;
+        return 256 * h + 32 * (4 * p + K4_SUB[t]) + 16 * (v % 2) + l;
+    }
+    /* q2_K, q3_K, q6_K: two source registers R0, R1 per pair; the pair's A register takes the
+     * even 8-byte words of R0 then R1, B the odd ones (vpermt2q). */
+    const int i = b / 8, o = b % 8, src = i / 4, j = 8 * (2 * (i % 4) + v % 2) + o;
+    if (type == QMM_TYPE_Q6_K) {
+        /* pair = half hf of the super-block: R0 = low nibbles (element 128hf + j), R1 = high
+         * nibbles (128hf + 64 + j) of the 64 ql bytes */
+        const int hf = (v / 2) % 2;
+        return 256 * h + 128 * hf + 64 * src + j;
+    }
+    /* q2_K / q3_K: R_s = bit pair s of the 64 qs bytes (byte j: element 128(j/32) + 32s +
+     * j%32); pair p holds R_2p, R_2p+1 */
+    const int p = (v / 2) % 2, s = 2 * p + src;
+    return 256 * h + 128 * (j / 32) + 32 * s + j % 32;
+}
+
+/* Per call: the X permutation (perm[pos] = chunk element stored at byte pos of the X copy)
+ * and the sub-block of each result lane (lane_sub), found by following the reduction tree. */
+typedef struct layout {
+    uint16_t perm[CHUNK];
+    int lane_sub[LANES];
+    int lanes, sub_size;
+} layout;
+
+static void layout_make(qmm_type type, layout *lo) {
+    lo->sub_size = sub16(type) ? 16 : 32;
+    for (int v = 0; v < 8; v++)
+        for (int b = 0; b < 64; b++) lo->perm[64 * v + b] = (uint16_t)elem(type, v, b);
+    int r[4][16]; /* sub-block of each int32 lane of r[u] (bytes 4L..4L+3 of wv[2u], wv[2u+1]) */
+    for (int u = 0; u < 4; u++)
+        for (int l = 0; l < 16; l++) r[u][l] = elem(type, 2 * u, 4 * l) / lo->sub_size;
+    /* pair_sums(a, b) lane i = (a:b)[2i] + (a:b)[2i + 1] */
+    int a[2][16];
+    for (int g = 0; g < 2; g++)
+        for (int i = 0; i < 16; i++)
+            a[g][i] = i < 8 ? r[2 * g][2 * i] : r[2 * g + 1][2 * (i - 8)];
+    if (sub16(type)) {
+        lo->lanes = 32;
+        for (int i = 0; i < 32; i++) lo->lane_sub[i] = a[i / 16][i % 16];
+    } else {
+        lo->lanes = 16;
+        for (int i = 0; i < 8; i++) {
+            lo->lane_sub[i] = a[0][2 * i];
+            lo->lane_sub[8 + i] = a[1][2 * i];
+        }
+        for (int i = 16; i < 32; i++) lo->lane_sub[i] = 0;
+    }
+}
+
+/* ---------------------------------------------------------------------------------------
+ * X scratch, per row: the permuted int8 copy (kp bytes), the natural one (kp bytes), then per
+ * chunk and lane: dx, s = dx * sum(q) and the int32 sum(q) of the lane's sub-block.
+ * ------------------------------------------------------------------------------------- */
+
+/* One prepared X row (pointers into the scratch). */
+typedef struct xrow {
+    const int8_t *q;
+    const float *dx, *s;
+    const int32_t *sum;
+} xrow;
+
+static int64_t k_padded(int64_t k) { return (k + CHUNK - 1) / CHUNK * CHUNK; }
+
+static size_t row_bytes(int64_t k) {
+    const int64_t kp = k_padded(k);
+    return (size_t)kp * 2 + (size_t)(kp / CHUNK) * LANES * 3 * sizeof(float);
+}
+
+size_t qmm_x86_gemv_int8_avx512_scratch(int64_t n, int64_t k) {
+    return (size_t)n * row_bytes(k) + (n > NMAX ? (size_t)n * sizeof(xrow) : 0);
+}
+
+
+static void x_prepare(qmm_type type, const layout *lo, const float *x, int64_t k,
+                      unsigned char *base, xrow *out) {
+    const int64_t kp = k_padded(k), kc = k / 32, chunks = kp / CHUNK;
+    int8_t *q = (int8_t *)base, *nat = q + kp;
+    float *dx = (float *)(base + 2 * kp), *s = dx + chunks * LANES;
+    int32_t *sum = (int32_t *)(s + chunks * LANES);
+    /* natural quants; the per-block dx and s (kp / 32 <= chunks * LANES floats each) go to
+     * s[] and sum[] first and are overwritten by the lane data below (dx[] from s[] first) */
+    float *dx_block = s;
+    qmm_x86_int8_quantize_row(x, k, nat, dx_block, (float *)sum, 1);
+    memset(nat + kc * 32, 0, (size_t)(kp - kc * 32));
+    for (int64_t c = kc; c < kp / 32; c++) dx_block[c] = 0.0f;
+    for (int64_t ch = 0; ch < chunks; ch++)
+        for (int l = 0; l < LANES; l++) {
+            const int64_t e0 = ch * CHUNK + (int64_t)lo->lane_sub[l] * lo->sub_size;
+            dx[ch * LANES + l] = l < lo->lanes ? dx_block[e0 / 32] : 0.0f;
+        }
+    for (int64_t ch = 0; ch < chunks; ch++)
+        for (int l = 0; l < LANES; l++) {
+            const int64_t e0 = ch * CHUNK + (int64_t)lo->lane_sub[l] * lo->sub_size;
+            int32_t t = 0;
+            if (l < lo->lanes)
+                for (int e = 0; e < lo->sub_size; e++) t += nat[e0 + e];
+            sum[ch * LANES + l] = t;
+            s[ch * LANES + l] = dx[ch * LANES + l] * (float)t;
+        }
+    const int flip = type == QMM_TYPE_Q8_0 ? 0x80 : 0; /* q8_0: x + 128 as the unsigned side */
+    for (int64_t ch = 0; ch < chunks; ch++)
+        for (int p = 0; p < CHUNK; p++)
+            q[ch * CHUNK + p] = (int8_t)(nat[ch * CHUNK + lo->perm[p]] ^ flip);
+    out->q = q;
+    out->dx = dx;
+    out->s = s;
+    out->sum = sum;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * W decoders: chunk ch of a row into wv[8] (bytes in elem() order; parts beyond the row's
+ * end are zero) and the natural-order float scales dw[0..1] / mins mw[0..1] (sub-block i of
+ * the chunk in lane i % 16 of vector i / 16; zero beyond the row's end).
+ * ------------------------------------------------------------------------------------- */
+
+/* The 8 six-bit scales (bytes of *sc8, sub-block order) and 8 mins (*mn8) of a q4_K / q5_K
  * super-block from its 12 packed bytes, four at a time in 32-bit words (the layout of
  * qmm_kq_get_scale_min_k4: bytes 0..3 scales 0..3, bytes 4..7 mins 0..3, low 6 bits; bytes
  * 8..11 the low 4 bits of scales (low nibble) and mins (high nibble) 4..7, whose top 2 bits
@@ -59,37 +237,247 @@ static inline void k4_scales_mins(const uint8_t *p, uint64_t *sc8, uint64_t *mn8
     *mn8 = (b & 0x3F3F3F3Fu) | (uint64_t)mn_hi << 32;
 }
 
-static int64_t blocks_padded(int64_t k) { return (k / 32 + CHUNK - 1) / CHUNK * CHUNK; }
-
-/* Per X row: kcp * 32 quant bytes, then dx, s and the int32 block sums (kcp each). */
-static size_t row_bytes(int64_t k) {
-    return (size_t)blocks_padded(k) * (32 + 3 * sizeof(float));
+/* The two f16 values of the 32 bits at p (d, then dmin), exactly (vcvtph2ps). */
+static inline __m128 f16_pair(const void *p) {
+    uint32_t bits;
+    memcpy(&bits, p, sizeof bits);
+    return _mm_cvtph_ps(_mm_cvtsi32_si128((int)bits));
 }
 
-size_t qmm_x86_gemv_int8_avx512_scratch(int64_t n, int64_t k) {
-    return (size_t)n * row_bytes(k);
+static inline float f16_one(const void *p) {
+    uint16_t bits;
+    memcpy(&bits, p, sizeof bits);
+    return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(bits)));
 }
 
-bool qmm_x86_gemv_int8_avx512_has_type(qmm_type type) {
-    return type == QMM_TYPE_Q4_0 || type == QMM_TYPE_Q8_0 || type == QMM_TYPE_Q4_K;
+/* q4_0, q4_1, q5_0, q5_1, q8_0: nb (1..16) blocks of the chunk. */
+static inline __attribute__((always_inline)) void decode_legacy(
+    qmm_type type, const unsigned char *b0, int nb, __m512i wv[8], __m512 dw[2], __m512 mw[2]) {
+    const __m512i low4 = _mm512_set1_epi8(0x0F);
+    const size_t bs = type == QMM_TYPE_Q4_0   ? sizeof(block_q4_0)
+                      : type == QMM_TYPE_Q4_1 ? sizeof(block_q4_1)
+                      : type == QMM_TYPE_Q5_0 ? sizeof(block_q5_0)
+                      : type == QMM_TYPE_Q5_1 ? sizeof(block_q5_1)
+                                              : sizeof(block_q8_0);
+    const size_t qs_at = type == QMM_TYPE_Q4_0   ? offsetof(block_q4_0, qs)
+                         : type == QMM_TYPE_Q4_1 ? offsetof(block_q4_1, qs)
+                         : type == QMM_TYPE_Q5_0 ? offsetof(block_q5_0, qs)
+                         : type == QMM_TYPE_Q5_1 ? offsetof(block_q5_1, qs)
+                                                 : offsetof(block_q8_0, qs);
+    const bool has_min = type == QMM_TYPE_Q4_1 || type == QMM_TYPE_Q5_1;
+    const bool five = type == QMM_TYPE_Q5_0 || type == QMM_TYPE_Q5_1;
+    const __mmask16 valid = nb >= 16 ? 0xFFFF : (__mmask16)((1u << nb) - 1);
+    /* d (and m) of each block: one 4-byte gather per block */
+    const __m512i offs = _mm512_mullo_epi32(
+        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+        _mm512_set1_epi32((int)bs));
+    const __m512i dbits = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), valid, offs, b0, 1);
+    dw[0] = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dbits));
+    dw[1] = mw[1] = _mm512_setzero_ps();
+    mw[0] = has_min ? _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dbits, 16)))
+                    : _mm512_setzero_ps();
+    uint64_t hlo[4] = {0, 0, 0, 0}, hhi[4] = {0, 0, 0, 0};
+    if (five) { /* bit l of qh -> element l (low register), bit 16 + l -> element 16 + l */
+        const size_t qh_at = type == QMM_TYPE_Q5_0 ? offsetof(block_q5_0, qh)
+                                                   : offsetof(block_q5_1, qh);
+        const __m512i qh = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), valid, offs,
+                                                       b0 + qh_at, 1);
+        _mm256_storeu_si256((__m256i *)hlo, _mm512_cvtepi32_epi16(qh));
+        _mm256_storeu_si256((__m256i *)hhi, _mm512_cvtepi32_epi16(_mm512_srli_epi32(qh, 16)));
+    }
+#pragma GCC unroll 4
+    for (int u = 0; u < 4; u++) {
+        const unsigned char *pa = b0 + (size_t)(4 * u) * bs + qs_at;
+        if (4 * u >= nb) {
+            wv[2 * u] = wv[2 * u + 1] = _mm512_setzero_si512();
+        } else if (type != QMM_TYPE_Q8_0) {
+            /* the 16 qs bytes of blocks 4u..4u+3 side by side: low nibbles = elements 0..15,
+             * high nibbles = 16..31 */
+            __m128i qs[4];
+            for (int e = 0; e < 4; e++)
+                qs[e] = 4 * u + e < nb
+                            ? _mm_loadu_si128((const __m128i *)(pa + (size_t)e * bs))
+                            : _mm_setzero_si128();
+            const __m256i y0 = _mm256_inserti128_si256(_mm256_castsi128_si256(qs[0]), qs[1], 1);
+            const __m256i y1 = _mm256_inserti128_si256(_mm256_castsi128_si256(qs[2]), qs[3], 1);
+            const __m512i z = _mm512_inserti64x4(_mm512_castsi256_si512(y0), y1, 1);
+            wv[2 * u] = _mm512_and_si512(z, low4);
+            wv[2 * u + 1] = _mm512_and_si512(_mm512_srli_epi16(z, 4), low4);
+            if (five) {
+                const __m512i b16 = _mm512_set1_epi8(16);
+                wv[2 * u] = _mm512_mask_add_epi8(wv[2 * u], _cvtu64_mask64(hlo[u]), wv[2 * u], b16);
+                wv[2 * u + 1] = _mm512_mask_add_epi8(wv[2 * u + 1], _cvtu64_mask64(hhi[u]),
+                                                     wv[2 * u + 1], b16);
+            }
+        } else { /* q8_0: bytes 0..15 of each block, then 16..31 */
+            __m128i lo[4], hi[4];
+            for (int e = 0; e < 4; e++) {
+                const unsigned char *qs = pa + (size_t)e * bs;
+                lo[e] = 4 * u + e < nb ? _mm_loadu_si128((const __m128i *)qs) : _mm_setzero_si128();
+                hi[e] = 4 * u + e < nb ? _mm_loadu_si128((const __m128i *)(qs + 16))
+                                       : _mm_setzero_si128();
+            }
+            wv[2 * u] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set_m128i(lo[1], lo[0])),
+                                           _mm256_set_m128i(lo[3], lo[2]), 1);
+            wv[2 * u + 1] = _mm512_inserti64x4(
+                _mm512_castsi256_si512(_mm256_set_m128i(hi[1], hi[0])),
+                _mm256_set_m128i(hi[3], hi[2]), 1);
+        }
+    }
 }
 
-/*
- * Measured (qmm bench, 14336 x 4096, 2 threads, int8 strategy, n = 1..8, this VM; ms gemv vs
- * AMX): AMX reads its int8 copy (1.125 bytes per weight) at the memory rate for any n
- * (~3.3 ms q4_0/q8_0, ~3.7 ms q4_K), so gemv wins while it stays under that: q4_0 up to
- * n = 8 (1.84 .. 3.12 ms), q4_K up to n = 6 (2.31 .. 3.23; n = 7: 3.98), q8_0 only at n = 1
- * (3.30 vs 3.36; its native blocks are 1.06 bytes per weight, n = 2: 3.68).
- */
-int64_t qmm_x86_gemv_int8_avx512_max_n(qmm_type type) {
-    return type == QMM_TYPE_Q4_0 ? 8 : type == QMM_TYPE_Q4_K ? 6 : type == QMM_TYPE_Q8_0 ? 1 : 0;
+/* q4_K / q5_K: nsb (1..2) super-blocks at sb0. */
+static inline __attribute__((always_inline)) void decode_k4(
+    qmm_type type, const unsigned char *sb0, int nsb, __m512i wv[8], __m512 dw[2], __m512 mw[2]) {
+    const __m512i low4 = _mm512_set1_epi8(0x0F), b16 = _mm512_set1_epi8(16);
+    const size_t bs = type == QMM_TYPE_Q4_K ? sizeof(block_q4_K) : sizeof(block_q5_K);
+    uint64_t sc8[2] = {0, 0}, mn8[2] = {0, 0};
+    float dd[2] = {0.0f, 0.0f}, dmin[2] = {0.0f, 0.0f};
+    for (int h = 0; h < 2; h++) {
+        if (h >= nsb) {
+            for (int g = 0; g < 4; g++) wv[4 * h + g] = _mm512_setzero_si512();
+            continue;
+        }
+        const unsigned char *blk = sb0 + (size_t)h * bs;
+        const __m128 f = f16_pair(blk); /* d, dmin */
+        dd[h] = _mm_cvtss_f32(f);
+        dmin[h] = _mm_cvtss_f32(_mm_movehdup_ps(f));
+        const unsigned char *qs, *qh = NULL;
+        if (type == QMM_TYPE_Q4_K) {
+            k4_scales_mins(((const block_q4_K *)blk)->scales, &sc8[h], &mn8[h]);
+            qs = ((const block_q4_K *)blk)->qs;
+        } else {
+            k4_scales_mins(((const block_q5_K *)blk)->scales, &sc8[h], &mn8[h]);
+            qs = ((const block_q5_K *)blk)->qs;
+            qh = ((const block_q5_K *)blk)->qh;
+        }
+        for (int p = 0; p < 2; p++) {
+            const __m512i z = _mm512_loadu_si512(qs + 64 * p);
+            const __m512i lo = _mm512_and_si512(z, low4);
+            const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(z, 4), low4);
+            __m512i a = _mm512_shuffle_i64x2(lo, hi, 0x88); /* lanes lo.0 lo.2 hi.0 hi.2 */
+            __m512i b = _mm512_shuffle_i64x2(lo, hi, 0xDD); /* lanes lo.1 lo.3 hi.1 hi.3 */
+            if (type == QMM_TYPE_Q5_K) { /* bit S of qh[l] is bit 4 of sub-block S element l */
+                const __m512i qa = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)qh));
+                const __m512i qb =
+                    _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(qh + 16)));
+                const int s0 = 4 * p;
+                const __m512i sel = _mm512_set_epi64(
+                    (long long)(0x0101010101010101ULL << (s0 + K4_SUB[3])),
+                    (long long)(0x0101010101010101ULL << (s0 + K4_SUB[3])),
+                    (long long)(0x0101010101010101ULL << (s0 + K4_SUB[2])),
+                    (long long)(0x0101010101010101ULL << (s0 + K4_SUB[2])),
+                    (long long)(0x0101010101010101ULL << (s0 + K4_SUB[1])),
+                    (long long)(0x0101010101010101ULL << (s0 + K4_SUB[1])),
+                    (long long)(0x0101010101010101ULL << (s0 + K4_SUB[0])),
+                    (long long)(0x0101010101010101ULL << (s0 + K4_SUB[0])));
+                a = _mm512_mask_add_epi8(a, _mm512_test_epi8_mask(qa, sel), a, b16);
+                b = _mm512_mask_add_epi8(b, _mm512_test_epi8_mask(qb, sel), b, b16);
+            }
+            wv[4 * h + 2 * p] = a;
+            wv[4 * h + 2 * p + 1] = b;
+        }
+    }
+    /* d * sc and -(dmin * mn) per sub-block, as the dequantizer's floats */
+    const __m128i sc = _mm_set_epi64x((long long)sc8[1], (long long)sc8[0]);
+    const __m128i mn = _mm_set_epi64x((long long)mn8[1], (long long)mn8[0]);
+    dw[0] = _mm512_mul_ps(
+        _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(dd[0]), _mm512_set1_ps(dd[1])),
+        _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(sc)));
+    mw[0] = _mm512_mul_ps(
+        _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(-dmin[0]), _mm512_set1_ps(-dmin[1])),
+        _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(mn)));
+    dw[1] = mw[1] = _mm512_setzero_ps();
 }
 
-typedef struct xrows {
-    const int8_t *q[NMAX];
-    const float *dx[NMAX], *s[NMAX];
-    const int32_t *sum[NMAX];
-} xrows;
+/* q3_K 6-bit scales minus 32 of the 16 sub-blocks, as int8 (q3_K_scale in quants_k.c: low 4
+ * bits in the low (j < 8) or high (j >= 8) nibble of byte j % 8, top 2 bits in bit pair j / 4
+ * of byte 8 + j % 4). */
+static inline __m128i q3_scales(const uint8_t *p) {
+    uint64_t a;
+    uint32_t c;
+    memcpy(&a, p, 8);
+    memcpy(&c, p + 8, 4);
+    const __m128i v = _mm_set1_epi64x((long long)a);
+    const __m128i lo = _mm_and_si128(_mm_blend_epi16(v, _mm_srli_epi16(v, 4), 0xF0),
+                                     _mm_set1_epi8(0x0F));
+    const __m128i hi = _mm_and_si128(_mm_srlv_epi32(_mm_set1_epi32((int)c),
+                                                    _mm_setr_epi32(0, 2, 4, 6)),
+                                     _mm_set1_epi8(0x03));
+    return _mm_sub_epi8(_mm_or_si128(lo, _mm_slli_epi16(hi, 4)), _mm_set1_epi8(32));
+}
+
+/* q2_K, q3_K, q6_K: nsb (1..2) super-blocks at sb0. */
+static inline __attribute__((always_inline)) void decode_k16(
+    qmm_type type, const unsigned char *sb0, int nsb, __m512i wv[8], __m512 dw[2], __m512 mw[2]) {
+    const __m512i even = _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14);
+    const __m512i odd = _mm512_setr_epi64(1, 3, 5, 7, 9, 11, 13, 15);
+    const __m512i low4 = _mm512_set1_epi8(0x0F), three = _mm512_set1_epi8(3);
+    for (int h = 0; h < 2; h++) {
+        dw[h] = mw[h] = _mm512_setzero_ps();
+        if (h >= nsb) {
+            for (int g = 0; g < 4; g++) wv[4 * h + g] = _mm512_setzero_si512();
+            continue;
+        }
+        __m512i R[4];
+        if (type == QMM_TYPE_Q6_K) {
+            const block_q6_K *blk = (const block_q6_K *)(sb0 + (size_t)h * sizeof(block_q6_K));
+            const __m512i c30 = _mm512_set1_epi8(0x30);
+            const __m512i sl = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(2), 1);
+            const __m512i sr = _mm512_inserti64x4(_mm512_set1_epi16(0), _mm256_set1_epi16(2), 1);
+            for (int hf = 0; hf < 2; hf++) {
+                const __m512i z = _mm512_loadu_si512(blk->ql + 64 * hf);
+                const __m512i qh = _mm512_broadcast_i64x4(
+                    _mm256_loadu_si256((const __m256i *)(blk->qh + 32 * hf)));
+                /* bytes 0..31: bit pair 0 (low) / 2 (high) of qh[l]; bytes 32..63: 1 / 3 */
+                R[2 * hf] = _mm512_or_si512(_mm512_and_si512(z, low4),
+                                            _mm512_and_si512(_mm512_sllv_epi16(qh, sl), c30));
+                R[2 * hf + 1] = _mm512_or_si512(
+                    _mm512_and_si512(_mm512_srli_epi16(z, 4), low4),
+                    _mm512_and_si512(_mm512_srlv_epi16(qh, sr), c30));
+            }
+            dw[h] = _mm512_mul_ps(
+                _mm512_set1_ps(f16_one(&blk->d)),
+                _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
+                    _mm_loadu_si128((const __m128i *)blk->scales))));
+        } else if (type == QMM_TYPE_Q2_K) {
+            const block_q2_K *blk = (const block_q2_K *)(sb0 + (size_t)h * sizeof(block_q2_K));
+            const __m512i z = _mm512_loadu_si512(blk->qs);
+            R[0] = _mm512_and_si512(z, three);
+            R[1] = _mm512_and_si512(_mm512_srli_epi16(z, 2), three);
+            R[2] = _mm512_and_si512(_mm512_srli_epi16(z, 4), three);
+            R[3] = _mm512_and_si512(_mm512_srli_epi16(z, 6), three);
+            const __m512i sc = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)blk->scales));
+            const __m128 f = f16_pair(&blk->d); /* d, dmin */
+            dw[h] = _mm512_mul_ps(_mm512_set1_ps(_mm_cvtss_f32(f)),
+                                  _mm512_cvtepi32_ps(_mm512_and_si512(sc, _mm512_set1_epi32(15))));
+            mw[h] = _mm512_mul_ps(_mm512_set1_ps(-_mm_cvtss_f32(_mm_movehdup_ps(f))),
+                                  _mm512_cvtepi32_ps(_mm512_srli_epi32(sc, 4)));
+        } else { /* q3_K: low 2 bits as q2_K, plus 4 where bit 4(j/32) + s of hmask[j%32] */
+            const block_q3_K *blk = (const block_q3_K *)(sb0 + (size_t)h * sizeof(block_q3_K));
+            const __m512i z = _mm512_loadu_si512(blk->qs);
+            const __m512i hm =
+                _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)blk->hmask));
+            const __m512i four = _mm512_set1_epi8(4);
+            for (int s = 0; s < 4; s++) {
+                const __m512i sel = _mm512_inserti64x4(_mm512_set1_epi8((char)(1 << s)),
+                                                       _mm256_set1_epi8((char)(16 << s)), 1);
+                const __m512i r = _mm512_and_si512(_mm512_srli_epi16(z, 2 * s), three);
+                R[s] = _mm512_mask_add_epi8(r, _mm512_test_epi8_mask(hm, sel), r, four);
+            }
+            dw[h] = _mm512_mul_ps(_mm512_set1_ps(f16_one(&blk->d)),
+                                  _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q3_scales(blk->scales))));
+        }
+        for (int p = 0; p < 2; p++) {
+            wv[4 * h + 2 * p] = _mm512_permutex2var_epi64(R[2 * p], even, R[2 * p + 1]);
+            wv[4 * h + 2 * p + 1] = _mm512_permutex2var_epi64(R[2 * p], odd, R[2 * p + 1]);
+        }
+    }
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Row kernel
+ * ------------------------------------------------------------------------------------- */
 
 /* t lane i = (a:b)[2i] + (a:b)[2i+1]: adjacent lanes of the 32 lanes of a then b summed. */
 static inline __m512i pair_sums(__m512i a, __m512i b, __m512i even, __m512i odd) {
@@ -97,115 +485,49 @@ static inline __m512i pair_sums(__m512i a, __m512i b, __m512i even, __m512i odd)
                             _mm512_permutex2var_epi32(a, odd, b));
 }
 
-/* r[v] holds block 2v in lanes 0..7 and block 2v+1 in lanes 8..15: lane b of the result is
- * the sum of block b's lanes. */
-static inline __m512i block_sums(const __m512i r[8], __m512i even, __m512i odd) {
-    const __m512i a0 = pair_sums(r[0], r[1], even, odd), a1 = pair_sums(r[2], r[3], even, odd);
-    const __m512i a2 = pair_sums(r[4], r[5], even, odd), a3 = pair_sums(r[6], r[7], even, odd);
-    return pair_sums(pair_sums(a0, a1, even, odd), pair_sums(a2, a3, even, odd), even, odd);
-}
-
-/* Decode chunk ch of a W row (nb = 1..16 blocks) into 8 registers of bytes (blocks beyond nb
- * are zero), the 16 block scales dw and, for q4_K, the 16 mins dmin * mn. */
-static inline __attribute__((always_inline)) void decode_chunk(
-    qmm_type type, const unsigned char *row, int64_t ch, int nb, __m512i wv[8], __m512 *dw,
-    __m512 *mw) {
-    const __m512i low4 = _mm512_set1_epi8(0x0F);
-    if (type == QMM_TYPE_Q4_K) {
-        const unsigned char *sb0 = row + (size_t)ch * 2 * sizeof(block_q4_K);
-        uint64_t sc8[2] = {0, 0}, mn8[2] = {0, 0};
-        float dd[2] = {0.0f, 0.0f}, dmin[2] = {0.0f, 0.0f};
-        for (int h = 0; h < 2; h++) {
-            if (h * 8 >= nb) {
-                for (int g = 0; g < 4; g++) wv[4 * h + g] = _mm512_setzero_si512();
-                continue;
-            }
-            const block_q4_K *blk = (const block_q4_K *)(sb0 + h * sizeof(block_q4_K));
-            uint32_t bits; /* d and dmin: vcvtph2ps is exact, as qmm_fp16_to_fp32 */
-            memcpy(&bits, blk, sizeof bits);
-            const __m128 f = _mm_cvtph_ps(_mm_cvtsi32_si128((int)bits));
-            dd[h] = _mm_cvtss_f32(f);
-            dmin[h] = _mm_cvtss_f32(_mm_movehdup_ps(f));
-            k4_scales_mins(blk->scales, &sc8[h], &mn8[h]);
-            /* 64 qs bytes = sub-blocks 4p..4p+3: low nibbles 4p and 4p+2, high 4p+1, 4p+3 */
-            for (int p = 0; p < 2; p++) {
-                const __m512i z = _mm512_loadu_si512(blk->qs + 64 * p);
-                wv[4 * h + 2 * p] = _mm512_and_si512(z, low4);
-                wv[4 * h + 2 * p + 1] = _mm512_and_si512(_mm512_srli_epi16(z, 4), low4);
-            }
-        }
-        /* lane j of each half holds sub-block K_LANE[j]; d * sc and dmin * mn as to_float */
-        const __m128i lane =
-            _mm_setr_epi8(0, 2, 1, 3, 4, 6, 5, 7, 8, 10, 9, 11, 12, 14, 13, 15);
-        const __m128i sc = _mm_shuffle_epi8(
-            _mm_set_epi64x((long long)sc8[1], (long long)sc8[0]), lane);
-        const __m128i mn = _mm_shuffle_epi8(
-            _mm_set_epi64x((long long)mn8[1], (long long)mn8[0]), lane);
-        *dw = _mm512_mul_ps(
-            _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(dd[0]), _mm512_set1_ps(dd[1])),
-            _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(sc)));
-        *mw = _mm512_mul_ps(
-            _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(dmin[0]), _mm512_set1_ps(dmin[1])),
-            _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(mn)));
-        return;
-    }
-    const size_t bs = type == QMM_TYPE_Q4_0 ? sizeof(block_q4_0) : sizeof(block_q8_0);
-    const unsigned char *b0 = row + (size_t)ch * CHUNK * bs;
-    const __mmask16 valid = nb >= 16 ? 0xFFFF : (__mmask16)((1u << nb) - 1);
-    /* the f16 d of each block: one 4-byte gather per block, low half kept */
-    const __m512i offs = _mm512_mullo_epi32(
-        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-        _mm512_set1_epi32((int)bs));
-    const __m512i dbits = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), valid, offs, b0, 1);
-    *dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dbits));
-    *mw = _mm512_setzero_ps();
-#pragma GCC unroll 8
-    for (int v = 0; v < 8; v++) {
-        const unsigned char *pa = b0 + (size_t)(2 * v) * bs;
-        if (v % 2 == 1) {
-            continue; /* made with v - 1 */
-        } else if (2 * v >= nb) {
-            wv[v] = wv[v + 1] = _mm512_setzero_si512();
-        } else if (type == QMM_TYPE_Q4_0) {
-            /* blocks 2v..2v+3: the 16 qs bytes of each side by side; wv[v] = low nibbles
-             * (elements 0..15 of each block), wv[v + 1] = high nibbles (16..31) */
-            __m128i qs[4];
-            for (int e = 0; e < 4; e++)
-                qs[e] = 2 * v + e < nb
-                            ? _mm_loadu_si128((const __m128i *)(pa + (size_t)e * bs + 2))
-                            : _mm_setzero_si128();
-            const __m256i y0 = _mm256_inserti128_si256(_mm256_castsi128_si256(qs[0]), qs[1], 1);
-            const __m256i y1 = _mm256_inserti128_si256(_mm256_castsi128_si256(qs[2]), qs[3], 1);
-            const __m512i z = _mm512_inserti64x4(_mm512_castsi256_si512(y0), y1, 1);
-            wv[v] = _mm512_and_si512(z, low4);
-            wv[v + 1] = _mm512_and_si512(_mm512_srli_epi16(z, 4), low4);
-        } else { /* q8_0, blocks 2v..2v+3: wv[v] = bytes 0..15 of each, wv[v + 1] = 16..31 */
-            __m128i lo[4], hi[4];
-            for (int e = 0; e < 4; e++) {
-                const unsigned char *qs = pa + (size_t)e * bs + 2;
-                lo[e] = 2 * v + e < nb ? _mm_loadu_si128((const __m128i *)qs) : _mm_setzero_si128();
-                hi[e] = 2 * v + e < nb ? _mm_loadu_si128((const __m128i *)(qs + 16))
-                                       : _mm_setzero_si128();
-            }
-            wv[v] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set_m128i(lo[1], lo[0])),
-                                       _mm256_set_m128i(lo[3], lo[2]), 1);
-            wv[v + 1] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set_m128i(hi[1], hi[0])),
-                                           _mm256_set_m128i(hi[3], hi[2]), 1);
-        }
+static size_t block_bytes(qmm_type type) {
+    switch (type) {
+    case QMM_TYPE_Q4_0: return sizeof(block_q4_0);
+    case QMM_TYPE_Q4_1: return sizeof(block_q4_1);
+    case QMM_TYPE_Q5_0: return sizeof(block_q5_0);
+    case QMM_TYPE_Q5_1: return sizeof(block_q5_1);
+    case QMM_TYPE_Q8_0: return sizeof(block_q8_0);
+    case QMM_TYPE_Q2_K: return sizeof(block_q2_K);
+    case QMM_TYPE_Q3_K: return sizeof(block_q3_K);
+    case QMM_TYPE_Q4_K: return sizeof(block_q4_K);
+    case QMM_TYPE_Q5_K: return sizeof(block_q5_K);
+    default: return sizeof(block_q6_K);
     }
 }
 
-/* One W row against n X rows: y[j * ldy] for j < n. */
+/* log2 of the offset subtracted from the unsigned quant (0: none). */
+static int offset_shift(qmm_type type) {
+    switch (type) {
+    case QMM_TYPE_Q4_0: return 3;
+    case QMM_TYPE_Q5_0: return 4;
+    case QMM_TYPE_Q3_K: return 2;
+    case QMM_TYPE_Q6_K: return 5;
+    default: return 0;
+    }
+}
+
+static bool has_min(qmm_type type) {
+    return type == QMM_TYPE_Q4_1 || type == QMM_TYPE_Q5_1 || type == QMM_TYPE_Q2_K ||
+           type == QMM_TYPE_Q4_K || type == QMM_TYPE_Q5_K;
+}
+
+/* One W row against n (<= NMAX) X rows: y[j * ldy] for j < n. lane_idx: the natural
+ * sub-block of each result lane (vector 0, vector 1), for the scale permutes. */
 static inline __attribute__((always_inline)) void row_kernel(
     qmm_type type, const unsigned char *row, size_t prefetch_off, int64_t k, int64_t n,
-    const xrows *xr, float *y, int64_t ldy) {
+    const xrow *xr, __m512i idx0, __m512i idx1, float *y, int64_t ldy) {
     const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26,
                                            28, 30);
     const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
-    const int64_t kc = k / 32, chunks = (kc + CHUNK - 1) / CHUNK;
-    const size_t chunk_bytes = type == QMM_TYPE_Q4_0   ? CHUNK * sizeof(block_q4_0)
-                               : type == QMM_TYPE_Q8_0 ? CHUNK * sizeof(block_q8_0)
-                                                       : 2 * sizeof(block_q4_K);
+    const bool kq = k_quant(type), two = sub16(type), mins = has_min(type);
+    const int shift = offset_shift(type);
+    const int64_t chunks = (k + CHUNK - 1) / CHUNK;
+    const size_t chunk_bytes = block_bytes(type) * (kq ? 2 : 16);
     __m512 acc[NMAX];
     for (int64_t j = 0; j < n; j++) acc[j] = _mm512_setzero_ps();
     for (int64_t ch = 0; ch < chunks; ch++) {
@@ -213,10 +535,28 @@ static inline __attribute__((always_inline)) void row_kernel(
             for (size_t o = 0; o < chunk_bytes; o += 64)
                 _mm_prefetch((const char *)row + prefetch_off + ch * chunk_bytes + o,
                              _MM_HINT_T0);
-        const int nb = kc - ch * CHUNK >= CHUNK ? CHUNK : (int)(kc - ch * CHUNK);
-        __m512i wv[8], init[8];
-        __m512 dw, mw;
-        decode_chunk(type, row, ch, nb, wv, &dw, &mw);
+        const int64_t left = k - ch * CHUNK; /* elements of the row from this chunk on */
+        const unsigned char *c0 = row + (size_t)ch * chunk_bytes;
+        __m512i wv[8], init[4];
+        __m512 dn[2], mn[2], dw[2], mw[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
+        if (!kq)
+            decode_legacy(type, c0, left >= CHUNK ? 16 : (int)(left / 32), wv, dn, mn);
+        else if (type == QMM_TYPE_Q4_K || type == QMM_TYPE_Q5_K)
+            decode_k4(type, c0, left >= CHUNK ? 2 : 1, wv, dn, mn);
+        else
+            decode_k16(type, c0, left >= CHUNK ? 2 : 1, wv, dn, mn);
+        /* natural sub-block order -> lane order */
+        if (two) {
+            dw[0] = _mm512_permutex2var_ps(dn[0], idx0, dn[1]);
+            dw[1] = _mm512_permutex2var_ps(dn[0], idx1, dn[1]);
+            if (mins) {
+                mw[0] = _mm512_permutex2var_ps(mn[0], idx0, mn[1]);
+                mw[1] = _mm512_permutex2var_ps(mn[0], idx1, mn[1]);
+            }
+        } else {
+            dw[0] = _mm512_permutexvar_ps(idx0, dn[0]);
+            if (mins) mw[0] = _mm512_permutexvar_ps(idx0, mn[0]);
+        }
         if (type == QMM_TYPE_Q8_0) {
             const __m512i b128 = _mm512_set1_epi8((char)0x80);
 #pragma GCC unroll 4
@@ -228,117 +568,114 @@ static inline __attribute__((always_inline)) void row_kernel(
                                         b128, wv[2 * u + 1]));
         }
         for (int64_t j = 0; j < n; j++) {
-            const int8_t *xq = xr->q[j] + ch * CHUNK * 32;
-            __m512i r[8];
-            if (type == QMM_TYPE_Q4_0) {
+            const int8_t *xq = xr[j].q + ch * CHUNK;
+            const int64_t lo = ch * LANES;
+            __m512i r[4];
 #pragma GCC unroll 4
-                for (int u = 0; u < 4; u++)
+            for (int u = 0; u < 4; u++) {
+                const __m512i xa = _mm512_loadu_si512(xq + 128 * u);
+                const __m512i xb = _mm512_loadu_si512(xq + 128 * u + 64);
+                if (type == QMM_TYPE_Q8_0)
+                    r[u] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(init[u], xa, wv[2 * u]), xb,
+                                               wv[2 * u + 1]);
+                else
                     r[u] = _mm512_dpbusd_epi32(
-                        _mm512_dpbusd_epi32(_mm512_setzero_si512(), wv[2 * u],
-                                            _mm512_loadu_si512(xq + 128 * u)),
-                        wv[2 * u + 1], _mm512_loadu_si512(xq + 128 * u + 64));
-            } else if (type == QMM_TYPE_Q8_0) {
-#pragma GCC unroll 4
-                for (int u = 0; u < 4; u++)
-                    r[u] = _mm512_dpbusd_epi32(
-                        _mm512_dpbusd_epi32(init[u], _mm512_loadu_si512(xq + 128 * u),
-                                            wv[2 * u]),
-                        _mm512_loadu_si512(xq + 128 * u + 64), wv[2 * u + 1]);
-            } else {
-#pragma GCC unroll 8
-                for (int v = 0; v < 8; v++)
-                    r[v] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wv[v],
-                                               _mm512_loadu_si512(xq + 64 * v));
+                        _mm512_dpbusd_epi32(_mm512_setzero_si512(), wv[2 * u], xa),
+                        wv[2 * u + 1], xb);
             }
-            __m512i isum;
-            if (type != QMM_TYPE_Q4_K) { /* block 4u + e in lanes 4e..4e+3 of pair u */
-                const __m512i a0 = pair_sums(r[0], r[1], even, odd);
-                const __m512i a1 = pair_sums(r[2], r[3], even, odd);
-                isum = pair_sums(a0, a1, even, odd);
-            } else {
-                isum = block_sums(r, even, odd);
+            __m512i is0 = pair_sums(r[0], r[1], even, odd), is1 = pair_sums(r[2], r[3], even, odd);
+            if (!two) is0 = pair_sums(is0, is1, even, odd);
+            if (shift != 0) {
+                is0 = _mm512_sub_epi32(
+                    is0, _mm512_slli_epi32(_mm512_loadu_si512(xr[j].sum + lo), shift));
+                if (two)
+                    is1 = _mm512_sub_epi32(
+                        is1, _mm512_slli_epi32(_mm512_loadu_si512(xr[j].sum + lo + 16), shift));
             }
-            if (type == QMM_TYPE_Q4_0)
-                isum = _mm512_sub_epi32(
-                    isum, _mm512_slli_epi32(_mm512_loadu_si512(xr->sum[j] + ch * CHUNK), 3));
-            const __m512 dx = _mm512_loadu_ps(xr->dx[j] + ch * CHUNK);
-            acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw, dx), acc[j]);
-            if (type == QMM_TYPE_Q4_K)
-                acc[j] = _mm512_fnmadd_ps(_mm512_loadu_ps(xr->s[j] + ch * CHUNK), mw, acc[j]);
+            __m512 a = acc[j];
+            a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is0),
+                                _mm512_mul_ps(dw[0], _mm512_loadu_ps(xr[j].dx + lo)), a);
+            if (two)
+                a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is1),
+                                    _mm512_mul_ps(dw[1], _mm512_loadu_ps(xr[j].dx + lo + 16)), a);
+            if (mins) {
+                a = _mm512_fmadd_ps(_mm512_loadu_ps(xr[j].s + lo), mw[0], a);
+                if (two) a = _mm512_fmadd_ps(_mm512_loadu_ps(xr[j].s + lo + 16), mw[1], a);
+            }
+            acc[j] = a;
         }
     }
     for (int64_t j = 0; j < n; j++) y[j * ldy] = _mm512_reduce_add_ps(acc[j]);
 }
 
-static void rows_run(qmm_type type, int64_t i0, int64_t i1, int64_t m, int64_t k,
-                     const unsigned char *w, size_t row_stride, int64_t n, const xrows *xr,
-                     float *y, int64_t ldy) {
-    for (int64_t i = i0; i < i1; i++) {
-        const size_t pf = i + 2 < m ? 2 * row_stride : 0;
-        const unsigned char *row = w + (size_t)i * row_stride;
-        if (type == QMM_TYPE_Q4_0)
-            row_kernel(QMM_TYPE_Q4_0, row, pf, k, n, xr, y + i, ldy);
-        else if (type == QMM_TYPE_Q8_0)
-            row_kernel(QMM_TYPE_Q8_0, row, pf, k, n, xr, y + i, ldy);
-        else
-            row_kernel(QMM_TYPE_Q4_K, row, pf, k, n, xr, y + i, ldy);
+/* One instance of the row kernel per type (the type a compile-time constant in each). */
+#define ROWS_FN(name, TYPE)                                                                  \
+    static void name(int64_t i0, int64_t i1, int64_t m, int64_t k, const unsigned char *w,   \
+                     size_t row_stride, int64_t n, const xrow *xr, __m512i idx0,             \
+                     __m512i idx1, float *y, int64_t ldy) {                                  \
+        for (int64_t g = 0; g < n; g += NMAX) {                                              \
+            const int64_t ng = n - g < NMAX ? n - g : NMAX;                                  \
+            for (int64_t i = i0; i < i1; i++) {                                              \
+                const size_t pf = g == 0 && i + 2 < m ? 2 * row_stride : 0;                  \
+                row_kernel(TYPE, w + (size_t)i * row_stride, pf, k, ng, xr + g, idx0, idx1,  \
+                           y + g * ldy + i, ldy);                                            \
+            }                                                                                \
+        }                                                                                    \
+    }
+ROWS_FN(rows_q4_0, QMM_TYPE_Q4_0)
+ROWS_FN(rows_q4_1, QMM_TYPE_Q4_1)
+ROWS_FN(rows_q5_0, QMM_TYPE_Q5_0)
+ROWS_FN(rows_q5_1, QMM_TYPE_Q5_1)
+ROWS_FN(rows_q8_0, QMM_TYPE_Q8_0)
+ROWS_FN(rows_q2_K, QMM_TYPE_Q2_K)
+ROWS_FN(rows_q3_K, QMM_TYPE_Q3_K)
+ROWS_FN(rows_q4_K, QMM_TYPE_Q4_K)
+ROWS_FN(rows_q5_K, QMM_TYPE_Q5_K)
+ROWS_FN(rows_q6_K, QMM_TYPE_Q6_K)
+#undef ROWS_FN
+
+typedef void (*rows_fn)(int64_t, int64_t, int64_t, int64_t, const unsigned char *, size_t,
+                        int64_t, const xrow *, __m512i, __m512i, float *, int64_t);
+
+static rows_fn rows_for(qmm_type type) {
+    switch (type) {
+    case QMM_TYPE_Q4_0: return rows_q4_0;
+    case QMM_TYPE_Q4_1: return rows_q4_1;
+    case QMM_TYPE_Q5_0: return rows_q5_0;
+    case QMM_TYPE_Q5_1: return rows_q5_1;
+    case QMM_TYPE_Q8_0: return rows_q8_0;
+    case QMM_TYPE_Q2_K: return rows_q2_K;
+    case QMM_TYPE_Q3_K: return rows_q3_K;
+    case QMM_TYPE_Q4_K: return rows_q4_K;
+    case QMM_TYPE_Q5_K: return rows_q5_K;
+    case QMM_TYPE_Q6_K: return rows_q6_K;
+    default: return NULL;
     }
 }
 
 void qmm_x86_gemv_int8_avx512(qmm_type type, int64_t m, int64_t k, const unsigned char *w,
                               size_t row_stride, int64_t n, const float *x, int64_t ldx,
                               float *y, int64_t ldy, void *scratch, int n_threads) {
-    const int64_t kc = k / 32, kcp = blocks_padded(k);
-    xrows xr;
-    for (int64_t j = 0; j < n; j++) {
-        unsigned char *base = (unsigned char *)scratch + (size_t)j * row_bytes(k);
-        int8_t *q = (int8_t *)base;
-        float *dx = (float *)(base + (size_t)kcp * 32), *s = dx + kcp;
-        int32_t *sum = (int32_t *)(s + kcp);
-        qmm_x86_int8_quantize_row(x + j * ldx, k, q, dx, s, 1);
-        memset(q + kc * 32, 0, (size_t)(kcp - kc) * 32);
-        for (int64_t c = kc; c < kcp; c++) dx[c] = s[c] = 0.0f;
-        for (int64_t c = 0; c < kcp; c++) {
-            int32_t t = 0;
-            for (int e = 0; e < 32; e++) t += q[32 * c + e];
-            sum[c] = t;
-        }
-        if (type == QMM_TYPE_Q8_0) /* x + 128 as the unsigned operand */
-            for (int64_t e = 0; e < kc * 32; e++) q[e] = (int8_t)(q[e] ^ 0x80);
-        if (type == QMM_TYPE_Q4_K) /* sub-blocks in K_LANE order */
-            for (int64_t c0 = 0; c0 < kc; c0 += 8)
-                for (int j = 1; j <= 5; j += 4) { /* swap j and j + 1 */
-                    int8_t t[32];
-                    memcpy(t, q + 32 * (c0 + j), 32);
-                    memcpy(q + 32 * (c0 + j), q + 32 * (c0 + j + 1), 32);
-                    memcpy(q + 32 * (c0 + j + 1), t, 32);
-                    const float td = dx[c0 + j], ts = s[c0 + j];
-                    dx[c0 + j] = dx[c0 + j + 1];
-                    s[c0 + j] = s[c0 + j + 1];
-                    dx[c0 + j + 1] = td;
-                    s[c0 + j + 1] = ts;
-                }
-        if (type != QMM_TYPE_Q4_K) /* per 4 blocks: elements 0..15 of each, then 16..31 */
-            for (int64_t c0 = 0; c0 < kcp; c0 += 4) {
-                int8_t t[128];
-                for (int e = 0; e < 4; e++)
-                    for (int l = 0; l < 16; l++) {
-                        t[16 * e + l] = q[32 * (c0 + e) + l];
-                        t[64 + 16 * e + l] = q[32 * (c0 + e) + 16 + l];
-                    }
-                memcpy(q + 32 * c0, t, sizeof t);
-            }
-        xr.q[j] = q;
-        xr.dx[j] = dx;
-        xr.s[j] = s;
-        xr.sum[j] = sum;
-    }
+    const rows_fn fn = rows_for(type);
+    if (fn == NULL || n <= 0 || m <= 0) return;
+    layout lo;
+    layout_make(type, &lo);
+    xrow xr_stack[NMAX];
+    /* n > NMAX: the per-row records go after the X rows (the scratch size reserves them) */
+    xrow *xr = n <= NMAX ? xr_stack
+                         : (xrow *)((unsigned char *)scratch + (size_t)n * row_bytes(k));
+    for (int64_t j = 0; j < n; j++)
+        x_prepare(type, &lo, x + j * ldx, k,
+                  (unsigned char *)scratch + (size_t)j * row_bytes(k), &xr[j]);
+    int32_t ix[32];
+    for (int i = 0; i < 32; i++) ix[i] = lo.lane_sub[i];
+    const __m512i idx0 = _mm512_loadu_si512(ix), idx1 = _mm512_loadu_si512(ix + 16);
     const int64_t tasks = (m + TASK_ROWS - 1) / TASK_ROWS;
     int threads = n_threads < 1 ? 1 : n_threads;
     if (threads > tasks) threads = (int)tasks;
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
     for (int64_t t = 0; t < tasks; t++) {
         const int64_t i0 = t * TASK_ROWS, i1 = i0 + TASK_ROWS < m ? i0 + TASK_ROWS : m;
-        rows_run(type, i0, i1, m, k, w, row_stride, n, &xr, y, ldy);
+        fn(i0, i1, m, k, w, row_stride, n, xr, idx0, idx1, y, ldy);
     }
 }

@@ -70,6 +70,7 @@ void qmm_cpu_x86_weights_release(qmm_weights *w) {
     qmm_x86_weights *xw = cw->x86;
     qmm_x86_bf16_tiles_free(&xw->bf16);
     qmm_x86_int8_tiles_free(&xw->int8);
+    free(xw->otf_row_scale);
     free(xw);
     cw->x86 = NULL;
 }
@@ -99,9 +100,42 @@ bool qmm_cpu_x86_fused_amx_f32_supports(const qmm_context *ctx, qmm_type type,
     return true;
 }
 
+/* The largest n for which fused_amx_bf16 decodes the GGUF blocks on the fly
+ * (qmm_x86_gemm_bf16_otf_amx) rather than streaming the packed bf16 copy; both give the
+ * same bits, so the switch keeps batch invariance. Measured: see docs/KERNELS.md. */
+static int64_t otf_max_n(qmm_type type) {
+    return qmm_x86_gemm_bf16_otf_amx_has_type(type) ? 64 : 0;
+}
+
+static qmm_status matmul_otf(qmm_context *ctx, const qmm_weights *w, int64_t n, const float *x,
+                             int64_t ldx, float *y, int64_t ldy) {
+    qmm_cpu_state *st = ctx->backend;
+    const qmm_cpu_weights *cw = w->backend;
+    qmm_x86_weights *xw = NULL;
+    qmm_status s = x86_record(w, &xw);
+    if (s != QMM_OK) return s;
+    /* the packed copy's scales follow the same rule: reuse them when it exists */
+    const float *scale = xw->bf16.data != NULL ? xw->bf16.row_scale : xw->otf_row_scale;
+    if (scale == NULL) {
+        s = qmm_x86_bf16_otf_row_scales(w->type, w->m, w->k, cw->data, cw->stride, st->n_threads,
+                                        &xw->otf_row_scale);
+        if (s != QMM_OK) return s;
+        scale = xw->otf_row_scale;
+    }
+    const qmm_x86_bf16_otf ow = {
+        .type = w->type, .rows = cw->data, .row_stride = cw->stride, .row_scale = scale,
+        .m = w->m, .k = w->k, .m_pad = (w->m + QMM_X86_TILE_M - 1) / QMM_X86_TILE_M * QMM_X86_TILE_M,
+        .k_pad = (w->k + QMM_X86_TILE_K - 1) / QMM_X86_TILE_K * QMM_X86_TILE_K};
+    s = qmm_cpu_scratch_grow(&st->shared, qmm_x86_gemm_bf16_otf_amx_scratch(&ow, n, st->n_threads));
+    if (s != QMM_OK) return s;
+    qmm_x86_gemm_bf16_otf_amx(&ow, n, x, ldx, y, ldy, st->shared.ptr, st->n_threads);
+    return QMM_OK;
+}
+
 qmm_status qmm_cpu_x86_matmul_fused_amx(qmm_context *ctx, const qmm_weights *w, int64_t n,
                                         const float *x, int64_t ldx, float *y, int64_t ldy) {
     qmm_cpu_state *st = ctx->backend;
+    if (n <= otf_max_n(w->type)) return matmul_otf(ctx, w, n, x, ldx, y, ldy);
     const qmm_x86_weights *xw;
     qmm_status s = ensure_bf16_tiles(ctx, w, &xw);
     if (s != QMM_OK) return s;
@@ -116,8 +150,8 @@ bool qmm_cpu_x86_int8_amx_supports(const qmm_context *ctx, qmm_type type, const 
         *why = "the context's ISA level is below amx (int8 needs AMX-INT8)";
         return false;
     }
-    if (!qmm_x86_int8_tiles_has_type(type)) {
-        *why = "the int8 strategy handles only q4_0, q8_0 and q4_K weights";
+    if (!qmm_x86_gemv_int8_avx512_has_type(type)) {
+        *why = "the int8 strategy handles only the quantized weight types (q4_0 .. q6_K)";
         return false;
     }
     return true;
@@ -128,9 +162,11 @@ qmm_status qmm_cpu_x86_matmul_int8_amx(qmm_context *ctx, const qmm_weights *w, i
     qmm_cpu_state *st = ctx->backend;
     /* Decode sizes: VNNI gemv on the GGUF blocks (no int8 tiles), up to the measured n where
      * it beats AMX for the type. It rounds differently from the AMX kernel, so with
-     * QMM_FLAG_BATCH_INVARIANT every n stays on AMX. */
-    if (n <= qmm_x86_gemv_int8_avx512_max_n(w->type) &&
-        (ctx->params.flags & QMM_FLAG_BATCH_INVARIANT) == 0) {
+     * QMM_FLAG_BATCH_INVARIANT every n stays on AMX. Types without int8 tiles run the gemv
+     * for every n (in groups of 8 X rows; row j's bits do not depend on n). */
+    if (!qmm_x86_int8_tiles_has_type(w->type) ||
+        (n <= qmm_x86_gemv_int8_avx512_max_n(w->type) &&
+         (ctx->params.flags & QMM_FLAG_BATCH_INVARIANT) == 0)) {
         const qmm_cpu_weights *cw = w->backend;
         qmm_status s =
             qmm_cpu_scratch_grow(&st->shared, qmm_x86_gemv_int8_avx512_scratch(n, w->k));
