@@ -159,12 +159,16 @@ static void problem_ref16(problem *p) {
     tu_guarded_free(&w16.buf);
 }
 
+/* ldx = k + g_ldx_pad: 5 makes X rows unaligned (the kernels' 4-byte load paths);
+ * test_large_extents sets 4 or 1 so that rows are 16-byte aligned (16-byte load paths). */
+static int64_t g_ldx_pad = 5;
+
 static void problem_make(problem *p, qmm_type type, int64_t m, int64_t k, int64_t n_max, tu_rng *r) {
     memset(p, 0, sizeof *p);
     p->m = m;
     p->k = k;
     p->n_max = n_max;
-    p->ldx = k + 5;
+    p->ldx = k + g_ldx_pad;
     p->ldy = m + 3;
     QMM_OK_(tu_weights_make(&p->w, type, m, k, 16, r));
     p->x = malloc((size_t)(n_max * p->ldx) * sizeof(float));
@@ -544,6 +548,58 @@ static void test_batch_invariant(void **state) {
     dev_io_free(ctx, &io);
     qmm_weights_free(w);
     problem_free(&p);
+    qmm_context_free(ctx);
+}
+
+/* gemv and fused at m > 65535, n = 2048 and with 16-byte-aligned X rows (ldx a multiple of
+ * 4, the vector load paths; f16 k = 7 ends in a partial quad): within limits, and every n
+ * gives the same bits for the rows it shares with n_max. */
+static void test_large_extents(void **state) {
+    (void)state;
+    static const struct {
+        qmm_type type;
+        int64_t m, k, n, pad;
+    } cases[] = {{QMM_TYPE_Q4_0, 65537, 64, 9, 4}, {QMM_TYPE_Q4_K, 33, 256, 2048, 4},
+                 {QMM_TYPE_Q6_K, 100, 256, 2048, 4}, {QMM_TYPE_Q8_0, 70, 96, 513, 4},
+                 {QMM_TYPE_F16, 37, 7, 130, 1}};
+    const qmm_strategy strat[] = {QMM_STRATEGY_GEMV, QMM_STRATEGY_FUSED};
+    tu_rng r = tu_rng_make(77);
+    qmm_context *ctx = cuda_context(0, NULL);
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        if (quick() && cases[ci].m > 1000) continue;
+        g_ldx_pad = cases[ci].pad;
+        problem p;
+        problem_make(&p, cases[ci].type, cases[ci].m, cases[ci].k, cases[ci].n, &r);
+        g_ldx_pad = 5;
+        assert_int_equal(p.ldx % 4, 0);
+        qmm_weights *w = NULL;
+        QMM_OK_(qmm_weights_create(ctx, p.w.type, p.m, p.k, p.w.buf.data, p.w.row_stride, &w));
+        dev_io io;
+        dev_io_make(ctx, &p, p.n_max, &io);
+        float *base = malloc(io.y_count * sizeof(float)), *h = malloc(io.y_count * sizeof(float));
+        assert_true(base && h);
+        for (size_t si = 0; si < sizeof strat / sizeof strat[0]; si++) {
+            QMM_OK_(qmm_context_set_strategy(ctx, strat[si]));
+            dev_io_poison_y(ctx, &io);
+            QMM_OK_(qmm_matmul(ctx, w, p.n_max, io.x, p.ldx, io.y, p.ldy));
+            check_y(ctx, &p, &io, p.n_max, strat[si], "large extents");
+            QMM_OK_(qmm_buffer_download(ctx, base, io.y, io.y_count * sizeof(float)));
+            const int64_t ns[] = {1, 8, 9, 129};
+            for (size_t ni = 0; ni < sizeof ns / sizeof ns[0] && ns[ni] <= p.n_max; ni++) {
+                QMM_OK_(qmm_matmul(ctx, w, ns[ni], io.x, p.ldx, io.y, p.ldy));
+                QMM_OK_(qmm_buffer_download(ctx, h, io.y, io.y_count * sizeof(float)));
+                if (!tu_bits_equal(base, p.ldy, h, p.ldy, ns[ni], p.m))
+                    fail_msg("%s %s m=%lld: rows of n=%lld differ from the same rows of n=%lld",
+                             qmm_type_name(p.w.type), qmm_strategy_name(strat[si]), (long long)p.m,
+                             (long long)ns[ni], (long long)p.n_max);
+            }
+        }
+        free(base);
+        free(h);
+        dev_io_free(ctx, &io);
+        qmm_weights_free(w);
+        problem_free(&p);
+    }
     qmm_context_free(ctx);
 }
 
@@ -983,6 +1039,7 @@ int main(void) {
         cmocka_unit_test(test_int8_q8_0_minus128),
         cmocka_unit_test(test_int8_identity_probe),
         cmocka_unit_test(test_matmul_all),
+        cmocka_unit_test(test_large_extents),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
