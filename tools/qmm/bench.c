@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "candidate.h"
 #include "commands.h"
 #include "fill.h"
 #include "model.h"
@@ -94,6 +95,8 @@ static void usage(FILE *f) {
         "  --strategy LIST    qmm strategies, e.g. fused or gemv,fused (default auto; the\n"
         "                     env QMM_STRATEGY replaces auto); rows show the resolved one\n"
         "  --backend cpu|cuda backend (default cpu); cuda keeps X and Y in device memory\n"
+        "  --candidate FILE.cu  compare a run-time compiled CUDA kernel with the production\n"
+        "                     gemv kernel (qmm bench --candidate F --help; docs/BENCH.md)\n"
         "\n"
         "how:\n"
         "  --iters N          timed calls per row, median reported (default %d; env ITERS)\n"
@@ -908,6 +911,7 @@ static char *join_args(int argc, char **argv) {
 }
 
 int qmm_cmd_bench(int argc, char **argv) {
+    if (candidate_requested(argc, argv)) return qmm_cmd_bench_candidate(argc, argv);
     bench_opts o;
     int pr = parse_args(argc, argv, &o);
     if (pr != 0) {
