@@ -298,6 +298,7 @@ typedef struct expect {
     bool exact;            /* f32-class paths must equal ref bit for bit (zeros of either sign) */
     const float *half_exact; /* n x m: f16-class paths must equal this bit for bit, or NULL */
     const float *f32_exact;  /* n x m: replaces ref as the bit-exact value of f32 paths, or NULL */
+    bool int8_exact;       /* int8 paths must equal ref bit for bit (X exact in int8 per block) */
     bool no_stat_low;      /* the statistical limits apply to f32-class paths only */
     bool nonfinite;        /* ref has NaN/Inf: outputs must match its class element by element */
     int64_t half_inf_row;  /* token whose f16 conversion overflows (all its outputs non-finite on
@@ -319,6 +320,8 @@ static int must_resolve(qmm_strategy s, const prob *p, bool inv) {
     case QMM_STRATEGY_CACHED_F16: return inv ? 0 : p->f16_fits;
     case QMM_STRATEGY_FUSED: return p->f16_fits;
     case QMM_STRATEGY_FP8: return (g_cc < 89 || inv) ? 0 : p->finite;
+    case QMM_STRATEGY_INT8: /* every quantized type, sm_80+, batch-invariant too (docs/CUDA.md) */
+        return g_cc >= 80 && qmm_type_block_size(p->type) > 1 ? 1 : 0;
     default: return -1;
     }
 }
@@ -373,7 +376,9 @@ static int64_t check_values(const prob *p, int64_t n, const qmm_path *path, cons
                 continue;
             }
             if (ex->nonfinite && fclass(rf) != 0) {
-                if (fclass(v) != fclass(rf))
+                /* f32-class paths compute the same elementwise W: the same class (NaN, +Inf,
+                 * -Inf, independent of summation order); others must at least not be finite */
+                if (f32 ? fclass(v) != fclass(rf) : isfinite(v))
                     BAD("y[%lld][%lld] = %.9g where the reference is %.9g", (long long)t, (long long)i, v, rf);
                 continue;
             }
@@ -390,6 +395,12 @@ static int64_t check_values(const prob *p, int64_t n, const qmm_path *path, cons
                 if (!same_bits(v, want))
                     BAD("y[%lld][%lld] = %.9g (0x%08x), exact value %.9g (0x%08x)", (long long)t,
                         (long long)i, v, f2u(v), want, f2u(want));
+                continue;
+            }
+            if (prec == QMM_PRECISION_INT8 && ex->int8_exact) {
+                if (!same_bits(v, rf))
+                    BAD("y[%lld][%lld] = %.9g (0x%08x), exact value %.9g (0x%08x)", (long long)t,
+                        (long long)i, v, f2u(v), rf, f2u(rf));
                 continue;
             }
             if (half && ex->half_exact) {
@@ -787,6 +798,7 @@ static void test_C_extreme_quants_exact(void **state) {
     skips_reset();
     tu_rng r = tu_rng_make(0xC1);
     static const uint8_t pick[] = {0x80, 0x7F, 0x81, 0x00, 0xFF, 0x01};
+    static const uint8_t nib[] = {0x0, 0x1, 0xE, 0xF};
     for (int which = 0; which < 2; which++) {
         const qmm_type t = which == 0 ? QMM_TYPE_Q8_0 : QMM_TYPE_Q6_K;
         prob p;
@@ -800,28 +812,46 @@ static void test_C_extreme_quants_exact(void **state) {
                     for (int j = 0; j < 32; j++)
                         blk[2 + j] = i == 0 ? (j & 1 ? 0x7F : 0x80) : pick[tu_rng_u64(&r) % 6];
                 } else {
+                    /* q - 32 in {-16, -15, -2, -1, 0, 1, 14, 15}: low nibbles {0, 1, 14, 15},
+                     * high pairs all 1 or all 2 per byte; sub-scales -128 / 127 / random extremes */
                     block_q6_K *q = (block_q6_K *)blk;
-                    for (int j = 0; j < 16; j++) q->scales[j] = (int8_t)(i == 0 ? (j & 1 ? 127 : -128)
-                                                                         : (int8_t)pick[tu_rng_u64(&r) % 6]);
+                    for (int j = 0; j < QK_K / 2; j++)
+                        q->ql[j] = (uint8_t)(nib[tu_rng_u64(&r) % 4] | (nib[tu_rng_u64(&r) % 4] << 4));
+                    for (int j = 0; j < QK_K / 4; j++) q->qh[j] = tu_rng_u64(&r) & 1 ? 0x55 : 0xAA;
+                    for (int j = 0; j < 16; j++)
+                        q->scales[j] = (int8_t)(i == 0 ? (j & 1 ? 127 : -128) : (int8_t)pick[tu_rng_u64(&r) % 6]);
                     wr16(blk + offsetof(block_q6_K, d), 0x3C00);
                 }
             }
         }
-        for (int64_t e = 0; e < p.k; e++) {
-            prob_xrow(&p, 0)[e] = 8.0f;
-            prob_xrow(&p, 1)[e] = -8.0f;
-            prob_xrow(&p, 2)[e] = (e & 1) ? -8.0f : 8.0f;
-        }
-        for (int64_t tt = 3; tt < p.n; tt++)
-            for (int64_t e = 0; e < p.k; e++) prob_xrow(&p, tt)[e] = (float)((int)(tu_rng_u64(&r) % 17) - 8);
+        /* X = j * c, |j| <= 127, every 32-block holding +-127 c (c = 1 for q8_0, 1/8 for q6_K):
+         * the int8 quantizer's dx is exactly c, so X is exact in int8, f16 and f32; the rest of
+         * a q6_K block has |j| <= 15 so that every partial sum stays below 2^24 units of c. */
+        const float c = which == 0 ? 1.0f : 0.125f;
+        const int jmax = which == 0 ? 127 : 15;
+        for (int64_t tt = 0; tt < p.n; tt++)
+            for (int64_t e = 0; e < p.k; e++) {
+                int j = (int)(tu_rng_u64(&r) % (uint64_t)(2 * jmax + 1)) - jmax;
+                if (tt == 0) j = 127;
+                else if (tt == 1) j = (e % 32 == 0) ? -127 : -jmax;
+                else if (tt == 2) j = (e & 1) ? -127 : 127;
+                else if (e % 32 == 0) j = (tu_rng_u64(&r) & 1) ? 127 : -127;
+                prob_xrow(&p, tt)[e] = (float)j * c;
+            }
+        if (which == 1) /* rows 0 and 2 are all +-127/8: keep q6_K sums small by w (|q - 32| <= 16) */
+            for (int64_t e = 0; e < p.k; e++)
+                if (e % 32 != 0) prob_xrow(&p, 0)[e] = prob_xrow(&p, 2)[e] = (float)((e & 1) ? -15 : 15) * c;
         prob_finish(&p);
-        /* every |partial sum| < 2^24 and integer: exact in f32 in any order */
-        for (int64_t i = 0; i < p.n * p.m; i++) assert_true(p.s[i] < 16777216.0);
+        /* every |partial sum| < 2^24 units of c and a multiple of c: exact in f32 in any order */
+        for (int64_t i = 0; i < p.n * p.m; i++)
+            if (!(p.s[i] / c < 16777216.0)) fail_msg("C: sum |x w| %.9g is too large to be exact", p.s[i]);
         bool w16 = true;
         for (int64_t i = 0; i < p.m * p.k; i++) w16 = w16 && f16_exact(p.wf[i]);
+        assert_true(w16);
         expect ex = expect_default();
         ex.exact = true;
-        ex.half_exact = w16 ? p.ref : NULL; /* q8_0: every operand exact in f16, so is the result */
+        ex.int8_exact = true;
+        ex.half_exact = p.ref; /* every operand exact in f16: so are the products and sums */
         run_all(false, &p, p.n, &ex, which == 0 ? "C (q8_0 -128)" : "C (q6_K scale -128)");
         prob_free(&p);
     }
@@ -996,6 +1026,8 @@ static void test_F_m_n_tails(void **state) {
         f_case(more[ti], 65537, k, n_few, 2, &r);
     }
     f_case(QMM_TYPE_F32, 524297, 1, n_few, 2, &r); /* gemv: 65538 blocks of 8 rows */
+    static const int64_t n_chunks[] = {4097, 8209}; /* the 4096-token chunks of cuBLAS, fp8, int8 */
+    f_case(QMM_TYPE_Q4_0, 33, 32, n_chunks, 2, &r);
     skips_report("test_F_m_n_tails");
 }
 
