@@ -114,6 +114,15 @@ static void convert_x(const float *x, int64_t ldx, int64_t n, int64_t k, int64_t
     }
 }
 
+void qmm_x86_bf16_convert_x_rows(const float *x, int64_t ldx, int64_t n, int64_t k,
+                                 int64_t k_pad, uint16_t *xb, int64_t ldxb, float *xscale,
+                                 int64_t j0, int64_t j1) {
+    if (j0 >= n) /* every row is padding: no X row is read */
+        convert_x(x, ldx, 0, k, k_pad, xb, ldxb, 1, 0, xscale, 0, j1 - j0);
+    else
+        convert_x(x + j0 * ldx, ldx, n - j0, k, k_pad, xb, ldxb, 1, 0, xscale, 0, j1 - j0);
+}
+
 /* Multiply the stored outputs of one block back by the row scales of its X rows (xs) and W
  * rows (ws): y = (y * xs[r]) * ws[c], both powers of two (exact unless the result is
  * subnormal). Nothing to do in the usual case where all are 1. */

@@ -15,6 +15,7 @@
 typedef struct qmm_x86_weights {
     qmm_x86_bf16_tiles bf16; /* AMX B-tiles; data == NULL when not packed */
     qmm_x86_int8_tiles int8; /* AMX-INT8 B-tiles (q4_0, q8_0, q4_K); q == NULL when not packed */
+    float *otf_row_scale;    /* bf16 row scales for the on-the-fly AMX kernel (m_pad) or NULL */
 } qmm_x86_weights;
 
 /*

@@ -78,6 +78,69 @@ size_t qmm_x86_gemm_bf16_amx_scratch(const qmm_x86_bf16_tiles *w, int64_t n, int
 void qmm_x86_gemm_bf16_amx(const qmm_x86_bf16_tiles *w, int64_t n, const float *x,
                            int64_t ldx, float *y, int64_t ldy, void *scratch, int n_threads);
 
+/*
+ * The X conversion of qmm_x86_gemm_bf16_amx for X rows [j0, j1) (rows >= n are zero):
+ * row j rounded to bf16 (nearest even) after division by its power-of-two row scale (the
+ * qmm_x86_bf16_row_scale rule applied to X), k_pad elements (zeros after k) at
+ * xb + (j - j0) * ldxb; the scale at xscale[j - j0]. Shared with the on-the-fly kernel so
+ * both see the same X bits. Requires QMM_CPU_ISA_AVX512 (BF16).
+ */
+void qmm_x86_bf16_convert_x_rows(const float *x, int64_t ldx, int64_t n, int64_t k,
+                                 int64_t k_pad, uint16_t *xb, int64_t ldxb, float *xscale,
+                                 int64_t j0, int64_t j1);
+
+/* ---------------------------------------------------------------------------------------
+ * AMX-BF16 GEMM on the native GGUF blocks ("on the fly", gemm_bf16_otf_amx.c): W rows are
+ * decoded to bf16 tiles just before use and not kept. Output bit-identical to
+ * qmm_x86_gemm_bf16_amx on the packed copy of the same weights (the argument is in the
+ * file's comment and docs/KERNELS.md); memory: m_pad floats of row scales.
+ * ------------------------------------------------------------------------------------- */
+
+/* What the on-the-fly kernel reads: the GGUF rows and the per-row power-of-two scales (the
+ * packer's rule, qmm_x86_bf16_row_scale), m_pad = m rounded up to 16, k_pad to 32. */
+typedef struct qmm_x86_bf16_otf {
+    qmm_type type;
+    const unsigned char *rows; /* row i at rows + i * row_stride, GGUF blocks */
+    size_t row_stride;
+    const float *row_scale;    /* m_pad floats, 1 for padding rows */
+    int64_t m, k, m_pad, k_pad;
+} qmm_x86_bf16_otf;
+
+/* True if qmm_x86_gemm_bf16_otf_amx handles `type`: every weight type with a to_float and
+ * a block of at most 256 elements, except f32 (which the packed kernel splits into three
+ * bf16 parts). */
+bool qmm_x86_gemm_bf16_otf_amx_has_type(qmm_type type);
+
+/*
+ * The row scales of m rows of `type` (row i at rows + i*row_stride) by the packer's rule:
+ * *out gets m_pad floats (64-byte aligned, free() it; padding rows 1). Decodes every row once
+ * with to_float on up to n_threads OpenMP threads. Portable C.
+ * Errors: QMM_ERR_OUT_OF_MEMORY; QMM_ERR_INTERNAL for a type without to_float.
+ */
+qmm_status qmm_x86_bf16_otf_row_scales(qmm_type type, int64_t m, int64_t k, const void *rows,
+                                       size_t row_stride, int n_threads, float **out);
+
+/* Scratch bytes qmm_x86_gemm_bf16_otf_amx needs for n X rows on n_threads threads: the X
+ * tiles (n_pad * k_pad bf16) and per thread 16 bf16 X rows, the 32-row W panel buffer (up to
+ * 512 KiB) and 4 KiB of accumulators per 32 X rows. */
+size_t qmm_x86_gemm_bf16_otf_amx_scratch(const qmm_x86_bf16_otf *w, int64_t n, int n_threads);
+
+/*
+ * Y[n][m] = X[n][k] * W^T with AMX TDPBF16PS, W decoded per call from its GGUF blocks into
+ * per-thread bf16 tiles (threads split the W rows in groups of 32; each W byte is read once
+ * per call when k_pad <= 8192). Same X rounding, same bf16 W values, same k order as
+ * qmm_x86_gemm_bf16_amx, hence the same bits (batch-invariant, independent of the split).
+ * `scratch`: >= qmm_x86_gemm_bf16_otf_amx_scratch bytes, 64-byte aligned. Writes exactly
+ * y[j*ldy + i], j < n, i < m. Requires QMM_CPU_ISA_AMX and
+ * qmm_x86_gemm_bf16_otf_amx_has_type(w->type).
+ */
+void qmm_x86_gemm_bf16_otf_amx(const qmm_x86_bf16_otf *w, int64_t n, const float *x,
+                               int64_t ldx, float *y, int64_t ldy, void *scratch, int n_threads);
+
+/* Test hook: transpose the 16 x 16 matrix of 32-bit words m (row-major) in place with the
+ * kernel's AVX-512 transpose. Requires QMM_CPU_ISA_AVX512. */
+void qmm_x86_otf_transpose16_for_test(uint32_t m[256]);
+
 /* ---------------------------------------------------------------------------------------
  * int8 tile-packed weights (q4_0, q8_0, q4_K): the operand of the AMX-INT8 GEMM.
  *
