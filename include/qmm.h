@@ -350,6 +350,32 @@ QMM_API qmm_status qmm_timer_begin(qmm_context *ctx);
 /** End the region begun by qmm_timer_begin; *ms gets the elapsed milliseconds (see above). */
 QMM_API qmm_status qmm_timer_end(qmm_context *ctx, double *ms);
 
+/** The accelerator a context runs on, as qmm_context_device_info reports it. */
+typedef struct qmm_device_info {
+    char name[256];          /**< e.g. "NVIDIA H200" */
+    int sm_count;            /**< streaming multiprocessors */
+    int compute_capability;  /**< 10 * major + minor, e.g. 90 */
+    double sm_clock_mhz;     /**< peak SM clock the driver reports */
+    double mem_clock_mhz;    /**< peak memory clock the driver reports */
+    int mem_bus_bits;        /**< memory bus width */
+    long long l2_bytes;      /**< L2 cache size */
+    long long mem_bytes;     /**< device memory size */
+    double copy_gbps;        /**< measured: device-to-device copy of 1 GiB, (read + write bytes) / s */
+    /** Dense peak of the kernels of each qmm_precision class in TFLOP/s (tensor cores for
+     *  HALF/INT8/FP8, FP32 cores for F32) from sm_count, sm_clock and the per-SM rates of
+     *  the architecture (the vendor's datasheet figures for sm_90 / Hopper); 0 when the
+     *  architecture is not in qmm's table. Indexed by qmm_precision. */
+    double peak_tflops[4];
+} qmm_device_info;
+
+/**
+ * Describe the device of a CUDA context and measure its copy bandwidth (allocates 2 GiB of
+ * scratch device memory for the measurement, frees it, synchronizes the context's stream: call
+ * it outside timed regions and graph capture). Errors: QMM_ERR_INVALID_ARGUMENT (NULL),
+ * QMM_ERR_UNSUPPORTED (a CPU context), QMM_ERR_OUT_OF_MEMORY, QMM_ERR_BACKEND.
+ */
+QMM_API qmm_status qmm_context_device_info(qmm_context *ctx, qmm_device_info *out);
+
 /* ---------------------------------------------------------------------------------------
  * Which kernel runs, and how close to the reference it is documented to be
  * ------------------------------------------------------------------------------------- */

@@ -129,6 +129,19 @@ qmm_context_params qmm_context_get_params(const qmm_context *ctx) {
     return ctx ? ctx->params : qmm_context_default_params();
 }
 
+qmm_status qmm_context_device_info(qmm_context *ctx, qmm_device_info *out) {
+    if (ctx == NULL || out == NULL)
+        return qmm_error(QMM_ERR_INVALID_ARGUMENT, "qmm_context_device_info: ctx or out is NULL");
+    if (ctx->ops->device_info == NULL)
+        return qmm_error(QMM_ERR_UNSUPPORTED, "qmm_context_device_info: the %s backend has no "
+                         "accelerator to describe", ctx->ops->name);
+    qmm_device_info info;
+    memset(&info, 0, sizeof info);
+    qmm_status st = ctx->ops->device_info(ctx, &info);
+    if (st == QMM_OK) *out = info;
+    return st;
+}
+
 qmm_status qmm_context_set_strategy(qmm_context *ctx, qmm_strategy strategy) {
     if (ctx == NULL) return qmm_error(QMM_ERR_INVALID_ARGUMENT, "qmm_context_set_strategy: ctx is NULL");
     if ((int)strategy < 0 || strategy >= QMM_STRATEGY_COUNT)

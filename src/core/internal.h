@@ -82,6 +82,8 @@ struct qmm_backend_ops {
     qmm_status (*synchronize)(qmm_context *ctx);
     qmm_status (*timer_begin)(qmm_context *ctx);
     qmm_status (*timer_end)(qmm_context *ctx, double *ms);
+    /* Optional (NULL: QMM_ERR_UNSUPPORTED): the accelerator's description (qmm.h). */
+    qmm_status (*device_info)(qmm_context *ctx, qmm_device_info *out);
 };
 
 extern const qmm_backend_ops qmm_cpu_backend_ops;

@@ -8,6 +8,7 @@
  * QMM_ERR_BACKEND with the library's error text.
  */
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -642,6 +643,60 @@ static qmm_status cuda_timer_end(qmm_context *ctx, double *ms) {
     return QMM_OK;
 }
 
+/* Dense per-SM, per-clock FLOP rates (an FMA counts 2) by precision class, for sm_90 (Hopper):
+ * FP32 cores 256, f16 tensor cores 4096, int8 / fp8 tensor cores 8192 — the H100 SXM
+ * datasheet's dense peaks (67 / 989 / 1979 / 1979 TFLOP/s) divided by 132 SMs x 1830 MHz. */
+static const double k_sm90_flops_per_clk[4] = {256.0, 4096.0, 8192.0, 8192.0};
+
+static qmm_status cuda_device_info(qmm_context *ctx, qmm_device_info *out) {
+    qmm_cuda_context *c = cctx(ctx);
+    CU(cudaSetDevice(c->device), "cudaSetDevice");
+    struct cudaDeviceProp prop;
+    CU(cudaGetDeviceProperties(&prop, c->device), "cudaGetDeviceProperties");
+    snprintf(out->name, sizeof out->name, "%s", prop.name);
+    int v = 0;
+    CU(cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, c->device), "cudaDeviceGetAttribute");
+    out->sm_count = v;
+    out->compute_capability = c->cc;
+    CU(cudaDeviceGetAttribute(&v, cudaDevAttrClockRate, c->device), "cudaDeviceGetAttribute");
+    out->sm_clock_mhz = v / 1000.0;
+    CU(cudaDeviceGetAttribute(&v, cudaDevAttrMemoryClockRate, c->device), "cudaDeviceGetAttribute");
+    out->mem_clock_mhz = v / 1000.0;
+    CU(cudaDeviceGetAttribute(&v, cudaDevAttrGlobalMemoryBusWidth, c->device), "cudaDeviceGetAttribute");
+    out->mem_bus_bits = v;
+    CU(cudaDeviceGetAttribute(&v, cudaDevAttrL2CacheSize, c->device), "cudaDeviceGetAttribute");
+    out->l2_bytes = v;
+    out->mem_bytes = (long long)prop.totalGlobalMem;
+    for (int i = 0; i < 4; i++)
+        out->peak_tflops[i] = c->cc == 90 ? out->sm_count * out->sm_clock_mhz * 1e6 *
+                                                k_sm90_flops_per_clk[i] / 1e12
+                                          : 0.0;
+    /* Copy bandwidth: 1 GiB device to device, 1 warm-up + 5 timed copies between events. */
+    const size_t bytes = (size_t)1 << 30;
+    void *a = NULL, *b = NULL;
+    cudaEvent_t e0 = NULL, e1 = NULL;
+    cudaError_t e = cudaMalloc(&a, bytes);
+    if (e == cudaSuccess) e = cudaMalloc(&b, bytes);
+    if (e == cudaSuccess) e = cudaEventCreate(&e0);
+    if (e == cudaSuccess) e = cudaEventCreate(&e1);
+    if (e == cudaSuccess) e = cudaMemsetAsync(a, 1, bytes, c->stream);
+    if (e == cudaSuccess) e = cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, c->stream);
+    if (e == cudaSuccess) e = cudaEventRecord(e0, c->stream);
+    for (int i = 0; i < 5 && e == cudaSuccess; i++)
+        e = cudaMemcpyAsync(i % 2 ? a : b, i % 2 ? b : a, bytes, cudaMemcpyDeviceToDevice, c->stream);
+    if (e == cudaSuccess) e = cudaEventRecord(e1, c->stream);
+    if (e == cudaSuccess) e = cudaEventSynchronize(e1);
+    float ms = 0.0f;
+    if (e == cudaSuccess) e = cudaEventElapsedTime(&ms, e0, e1);
+    if (e0) cudaEventDestroy(e0);
+    if (e1) cudaEventDestroy(e1);
+    cudaFree(a);
+    cudaFree(b);
+    if (e != cudaSuccess) return cuda_fail(e, "copy bandwidth measurement");
+    out->copy_gbps = ms > 0.0f ? 5.0 * 2.0 * (double)bytes / (ms * 1e6) : 0.0;
+    return QMM_OK;
+}
+
 /* Kernel names and precision classes of the CUDA strategies (docs/CUDA.md). */
 static qmm_status cuda_describe(const qmm_context *ctx, const qmm_weights *w, int64_t n,
                                 qmm_strategy resolved, const char **kernel,
@@ -676,6 +731,7 @@ static const qmm_backend_ops cuda_ops = {
     .synchronize = cuda_synchronize,
     .timer_begin = cuda_timer_begin,
     .timer_end = cuda_timer_end,
+    .device_info = cuda_device_info,
 };
 
 const qmm_backend_ops *qmm_cuda_backend_ops(void) { return &cuda_ops; }

@@ -9,6 +9,7 @@
 struct report {
     FILE *out;
     bool csv;
+    bool gpu;             /* the header has a GPU: rows carry roof% */
     bool printed_columns;
     cJSON *header, *rows, *notes;
 };
@@ -70,6 +71,14 @@ void report_header_set(report *r, const report_header *h) {
     cJSON_AddNumberToObject(j, "seed", (double)h->seed);
     cJSON_AddStringToObject(j, "source", h->source);
     cJSON_AddBoolToObject(j, "verify", h->verify);
+    r->gpu = h->gpu_copy_gbps > 0;
+    if (r->gpu) {
+        cJSON_AddNumberToObject(j, "gpu_copy_gbps", h->gpu_copy_gbps);
+        cJSON *pk = cJSON_AddObjectToObject(j, "gpu_peak_tflops");
+        static const char *names[4] = {"f32", "half", "int8", "fp8"};
+        for (int i = 0; pk && h->gpu_peak_tflops && i < 4; i++)
+            cJSON_AddNumberToObject(pk, names[i], h->gpu_peak_tflops[i]);
+    }
     if (r->csv) return;
     fprintf(r->out, "qmm %s bench  %s\n", h->qmm_version, h->date);
     fprintf(r->out, "cpu:      %s\n", h->cpu);
@@ -77,6 +86,15 @@ void report_header_set(report *r, const report_header *h) {
     fprintf(r->out, "backend:  %s, %d threads, device %s\n", h->backend, h->threads, h->device);
     fprintf(r->out, "memory:   %.1f GB/s read (measured), last-level cache %.1f MiB\n",
             h->mem_read_gbps, (double)h->llc_bytes / 1048576.0);
+    if (r->gpu) {
+        fprintf(r->out, "gpu:      %.0f GB/s device copy (measured, read + write)", h->gpu_copy_gbps);
+        if (h->gpu_peak_tflops && h->gpu_peak_tflops[0] > 0)
+            fprintf(r->out, "; dense peaks (TFLOP/s) f32 %.0f, f16 %.0f, int8 %.0f, fp8 %.0f",
+                    h->gpu_peak_tflops[0], h->gpu_peak_tflops[1], h->gpu_peak_tflops[2],
+                    h->gpu_peak_tflops[3]);
+        fprintf(r->out, "\n          roof%% = roofline time (bytes at the copy bandwidth or FLOPs at "
+                        "the kernel class's peak, the larger) / measured time\n");
+    }
     fprintf(r->out, "run:      %s; fill %s, seed %lld, warmup %lld, median of %lld iters, %s\n",
             h->source, h->fill, h->seed, h->warmup, h->iters,
             h->verify ? "verified vs qmm_matmul_ref" : "NOT verified (--no-verify)");
@@ -118,7 +136,7 @@ static void print_csv(report *r, const bench_row *row) {
     FILE *f = r->out;
     if (!r->printed_columns) {
         fputs("type,label,m,k,n,count,strategy,kernel,status,ms,gflops,gbps,verified,nmse,max_rel_err,"
-              "n_nonfinite,x_sum,w_sum,y_sum,copies,note\n", f);
+              "n_nonfinite,x_sum,w_sum,y_sum,copies,note,roof_pct\n", f);
         r->printed_columns = true;
     }
     csv_field(f, row->type);
@@ -140,6 +158,8 @@ static void print_csv(report *r, const bench_row *row) {
         fprintf(f, "%.9g,%.9g,%.9g,%d,", row->x_sum, row->w_sum, row->y_sum, row->copies);
     else fputs(",,,,", f);
     csv_field(f, row->note);
+    if (has_speed(row) && row->roof_pct >= 0) fprintf(f, ",%.4g", row->roof_pct);
+    else fputc(',', f);
     fputc('\n', f);
     fflush(f);
 }
@@ -147,9 +167,11 @@ static void print_csv(report *r, const bench_row *row) {
 static void print_table(report *r, const bench_row *row) {
     FILE *f = r->out;
     if (!r->printed_columns) {
-        fprintf(f, "%-6s %-26s %6s %6s %5s %5s %-22s %10s %9s %8s %-5s %9s %9s %13s %13s %13s\n",
-                "type", "label", "m", "k", "n", "count", "kernel", "ms", "GFLOP/s", "GB/s",
-                "check", "nmse", "max_rel", "x_sum", "w_sum", "y_sum");
+        fprintf(f, "%-6s %-26s %6s %6s %5s %5s %-22s %10s %9s %8s ", "type", "label", "m", "k",
+                "n", "count", "kernel", "ms", "GFLOP/s", "GB/s");
+        if (r->gpu) fprintf(f, "%6s ", "roof%");
+        fprintf(f, "%-5s %9s %9s %13s %13s %13s\n", "check", "nmse", "max_rel", "x_sum", "w_sum",
+                "y_sum");
         r->printed_columns = true;
     }
     char m[24] = "-", k[24] = "-";
@@ -161,6 +183,10 @@ static void print_table(report *r, const bench_row *row) {
             (long long)row->n, (long long)row->count, row->kernel[0] ? row->kernel : row->strategy);
     if (has_speed(row)) fprintf(f, "%10.3f %9.1f %8.1f ", row->ms, row->gflops, row->gbps);
     else fprintf(f, "%10s %9s %8s ", "-", "-", "-");
+    if (r->gpu) {
+        if (has_speed(row) && row->roof_pct >= 0) fprintf(f, "%6.1f ", row->roof_pct);
+        else fprintf(f, "%6s ", "-");
+    }
     fprintf(f, "%-5s ", status_word(row->status));
     if (has_diff(row)) fprintf(f, "%9.2e %9.2e ", row->nmse, row->max_rel_err);
     else fprintf(f, "%9s %9s ", "-", "-");
@@ -190,7 +216,10 @@ void report_row(report *r, const bench_row *row) {
         cJSON_AddNumberToObject(j, "ms", row->ms);
         cJSON_AddNumberToObject(j, "gflops", row->gflops);
         cJSON_AddNumberToObject(j, "gbps", row->gbps);
+        if (row->roof_pct >= 0) cJSON_AddNumberToObject(j, "roof_pct", row->roof_pct);
+        else cJSON_AddNullToObject(j, "roof_pct");
     } else {
+        cJSON_AddNullToObject(j, "roof_pct");
         cJSON_AddNullToObject(j, "ms");
         cJSON_AddNullToObject(j, "gflops");
         cJSON_AddNullToObject(j, "gbps");

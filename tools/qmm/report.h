@@ -4,9 +4,10 @@
  *
  *   { "header": { "qmm_version", "date", "cpu", "features": [...], "backend", "threads",
  *                 "device", "command_line", "mem_read_gbps", "llc_bytes", "iters", "warmup",
- *                 "fill", "seed", "source", "verify" },
+ *                 "fill", "seed", "source", "verify", and for CUDA "gpu_copy_gbps",
+ *                 "gpu_peak_tflops": {"f32", "half", "int8", "fp8"} },
  *     "rows": [ { "type", "label", "m", "k", "n", "count", "strategy", "ms", "gflops",
- *                 "gbps", "verified", "nmse", "max_rel_err", "max_abs_err", "n_nonfinite",
+ *                 "gbps", "roof_pct" (CUDA; else null), "verified", "nmse", "max_rel_err", "max_abs_err", "n_nonfinite",
  *                 "x_sum", "w_sum", "y_sum", "copies", "status", "note" }, ... ],
  *     "notes": [ "...", ... ] }
  *
@@ -33,6 +34,7 @@ typedef struct bench_row {
     bool is_total;        /* a sum over the rows above (whole-model / model) */
     double ms;            /* median ms of one call (for totals: sum of count * ms) */
     double gflops, gbps;
+    double roof_pct;      /* CUDA: % of the roofline time (header's copy GB/s, class peak); < 0: none */
     double nmse, max_rel_err, max_abs_err;
     int64_t n_nonfinite;
     double x_sum, w_sum, y_sum; /* input and output checksums */
@@ -45,6 +47,8 @@ typedef struct report_header {
     const char *fill, *source;
     int threads;
     double mem_read_gbps;
+    double gpu_copy_gbps;           /* CUDA: measured device copy bandwidth (0: none) */
+    const double *gpu_peak_tflops;  /* CUDA: dense peaks by qmm_precision (NULL: none) */
     long long llc_bytes, iters, warmup, seed;
     bool verify;
 } report_header;
