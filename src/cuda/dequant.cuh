@@ -192,7 +192,8 @@ __device__ __forceinline__ float4 qmm_cuda_quad(const uint8_t *__restrict__ row,
 }
 
 /* ---------------------------------------------------------------------------------------
- * Block parts: a row is cut into units of whole-register work for one thread.
+ * Block parts: a row is cut into units of whole-register work for one thread (used by the
+ * dequantize kernel of dequant.cu; gemv and fused use the quads above).
  *
  * qmm_cuda_part<T>::units(k) is the number of units of a row of k elements;
  * qmm_cuda_part<T>::decode(row, u, k, f) loads the bytes of unit u with the widest loads the
