@@ -203,29 +203,38 @@ void qmm_x86_int8_quantize_row(const float *x, int64_t k, int8_t *q, float *dx, 
                                int64_t ld);
 
 /* ---------------------------------------------------------------------------------------
- * int8 GEMV on native blocks for n <= 8 (gemv_int8_avx512.c, AVX-512-VNNI)
+ * int8 GEMV on native blocks, every quantized type (gemv_int8_avx512.c, AVX-512-VNNI)
  * ------------------------------------------------------------------------------------- */
 
-/* True if qmm_x86_gemv_int8_avx512 handles `type` (q4_0, q8_0, q4_K). */
+/* True if qmm_x86_gemv_int8_avx512 handles `type` (q4_0, q4_1, q5_0, q5_1, q8_0, q2_K, q3_K,
+ * q4_K, q5_K, q6_K). */
 bool qmm_x86_gemv_int8_avx512_has_type(qmm_type type);
 
-/* The largest n (0..8) for which the int8 strategy runs qmm_x86_gemv_int8_avx512 rather than
- * the AMX kernel for `type` (measured per type; 0 for types it does not handle). */
+/* The largest n for which the int8 strategy runs qmm_x86_gemv_int8_avx512 rather than the
+ * AMX kernel for `type`: measured per type for the types with int8 tiles (q4_0 8, q4_K 6,
+ * q8_0 1); INT64_MAX for the other quantized types (no AMX kernel: the gemv runs for every
+ * n); 0 for types it does not handle. */
 int64_t qmm_x86_gemv_int8_avx512_max_n(qmm_type type);
 
-/* Scratch bytes qmm_x86_gemv_int8_avx512 needs for n X rows of k elements (int8 X padded to
- * a multiple of 512 elements, dx, s and the int32 block sums). */
+/* Scratch bytes qmm_x86_gemv_int8_avx512 needs for n X rows of k elements (per row: the int8
+ * X in kernel order and in natural order, padded to a multiple of 512 elements, and per
+ * 512-element chunk 32 lanes of dx, s and int32 sub-block sums; for n > 8 also one small
+ * record per row). */
 size_t qmm_x86_gemv_int8_avx512_scratch(int64_t n, int64_t k);
 
 /*
- * Y[n][m] = X W^T for n <= 8 and W in GGUF blocks (q4_0, q8_0, q4_K; row i at
- * w + i*row_stride; k a multiple of 32, of 256 for q4_K) with VPDPBUSD: X quantized per call
- * with qmm_x86_int8_quantize_row (as int8_amx), the integer quants of W expanded to bytes in
- * registers; per 32-element block the exact int32 dot is scaled by d_w * dx (q4_K: minus
- * s * dmin * mn) into f32 lanes, in an order that depends only on k (docs/KERNELS.md). Same
- * error bound as int8_amx, not the same bits. `scratch`: >= qmm_x86_gemv_int8_avx512_scratch
- * bytes, 64-byte aligned. Runs on up to n_threads OpenMP threads, tasks of 64 W rows.
- * Writes exactly y[j*ldy + i], j < n, i < m. Requires QMM_CPU_ISA_AVX512 (VNNI).
+ * Y[n][m] = X W^T for W in GGUF blocks of any type of qmm_x86_gemv_int8_avx512_has_type (row
+ * i at w + i*row_stride; k a multiple of 32, of 256 for the K-quants) with VPDPBUSD: X
+ * quantized per call with qmm_x86_int8_quantize_row (as int8_amx), the integer quants of W
+ * expanded to unsigned bytes in registers; per sub-block (32 elements; 16 for q2_K, q3_K,
+ * q6_K) the exact int32 dot, less offset * sum(q_x) for offset types, is scaled by d_w * dx,
+ * plus s * m_w for types with a min, into f32 lanes, in an order that depends only on k
+ * (docs/KERNELS.md). Same error bound as int8_amx, not the same bits. Any n >= 1: X rows in
+ * groups of up to 8 per pass over a W row, so row j's result has the same bits for every n
+ * (batch invariant). `scratch`: >= qmm_x86_gemv_int8_avx512_scratch bytes, 64-byte aligned.
+ * Runs on up to n_threads OpenMP threads, tasks of 64 W rows. Writes exactly y[j*ldy + i],
+ * j < n, i < m; does nothing for a type it does not handle. Requires QMM_CPU_ISA_AVX512
+ * (VNNI).
  */
 void qmm_x86_gemv_int8_avx512(qmm_type type, int64_t m, int64_t k, const unsigned char *w,
                               size_t row_stride, int64_t n, const float *x, int64_t ldx,
