@@ -1031,16 +1031,21 @@ static void test_F_m_n_tails(void **state) {
     skips_report("test_F_m_n_tails");
 }
 
-/* n = 65535 * 64 + 65 tokens (k = 1): gemv needs 524289 groups of 8 tokens and fused 65537
- * tiles of 64 tokens, both beyond the 65535 limit of gridDim.y (their launchers loop); the
- * cuBLAS paths run 1025 chunks of 4096 tokens. The last token is checked like every other. */
+/* n = 65535 * 128 + 129 tokens (k = 1): gemv needs 1048577 groups of 8 tokens and fused 65537
+ * tiles of 128 tokens (its current tile; 131073 tiles of 64 with the older one), beyond the
+ * 65535 limit of gridDim.y (their launchers loop); the cuBLAS and fp8 paths run 2049 chunks of
+ * 4096 tokens. The last token is checked like every other. */
 static void test_F_token_grid_over_65535(void **state) {
     (void)state;
     skips_reset();
     tu_rng r = tu_rng_make(0xF2);
     prob p;
-    prob_init(&p, QMM_TYPE_F32, 2, 1, 65535 * 64 + 65, &r);
+    prob_init(&p, QMM_TYPE_F32, 2, 1, 65535 * 128 + 129, &r);
     p.ldx = 2; /* rows 2 floats apart (the padding float stays NaN) */
+    free(p.x);
+    p.x = malloc((size_t)(p.n * p.ldx) * sizeof(float));
+    assert_non_null(p.x);
+    tu_poison_fill(p.x, (size_t)(p.n * p.ldx));
     fill_x_uniform(&p, &r, -1.0f, 1.0f);
     prob_finish(&p);
     expect ex = expect_default();

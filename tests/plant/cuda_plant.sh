@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# cuda_plant.sh — plant one defect at a time into a COPY of the CUDA sources and check that
+# tests/test_cuda_cases catches it (the test fails). For a GPU machine; the repository itself
+# is never modified.
+#
+# Usage: bash tests/plant/cuda_plant.sh SRC_DIR BUILD_DIR
+#   SRC_DIR    a qmm source tree (the repository root)
+#   BUILD_DIR  a scratch build directory (created; reused between runs, rebuilt incrementally)
+# Environment: ARCH (CMAKE_CUDA_ARCHITECTURES, default 90a), JOBS (default 16), and whatever
+#   the build needs to find cmocka/OpenBLAS (bench/gpu_run.sh sets PKG_CONFIG_PATH etc. from
+#   .deps: run this after it, in the same shell, or export the same variables).
+#
+# Steps: copy SRC_DIR (without .git and build dirs) to BUILD_DIR/src; configure BUILD_DIR/build
+# once; build test_cuda_cases and run the baseline (every filtered test group must pass, else
+# exit 3). Then for each planted defect: restore the pristine file, apply the sed, check that
+# it changed the file (else NOT APPLIED: the code moved; the sed needs updating), rebuild the
+# test binary (ninja rebuilds only what the file touches), run test_cuda_cases with
+# QMM_CASES_FILTER set to the class's tests, and record CAUGHT (test failed) or MISSED.
+# Exit: 0 all applied defects caught; 1 some defect missed; 2 none missed but some not
+# applied; 3 baseline failed or build broken.
+set -uo pipefail
+SRC=${1:?usage: cuda_plant.sh SRC_DIR BUILD_DIR}
+WORK=${2:?usage: cuda_plant.sh SRC_DIR BUILD_DIR}
+ARCH=${ARCH:-90a}
+JOBS=${JOBS:-16}
+SRC=$(cd "$SRC" && pwd)
+mkdir -p "$WORK"
+WORK=$(cd "$WORK" && pwd)
+COPY=$WORK/src
+BUILD=$WORK/build
+LOG=$WORK/logs
+mkdir -p "$LOG"
+T0=$(date +%s)
+
+echo "== copy $SRC -> $COPY"
+mkdir -p "$COPY"
+# tar keeps mtimes of unchanged files, so an existing build stays incremental
+(cd "$SRC" && tar -c --exclude=./.git --exclude='./build*' --exclude=./.snap --exclude=./.deps \
+   --exclude=./out . ) | (cd "$COPY" && tar -x)
+
+echo "== configure + build test_cuda_cases (sm_$ARCH)"
+if [ ! -f "$BUILD/build.ninja" ]; then
+  cmake -S "$COPY" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$ARCH" \
+    -DQMM_CUDA=ON -DQMM_BUILD_TOOLS=OFF > "$LOG/configure.log" 2>&1 || { tail -30 "$LOG/configure.log"; exit 3; }
+fi
+build() { cmake --build "$BUILD" --target test_cuda_cases -j"$JOBS" > "$LOG/build_$1.log" 2>&1; }
+build baseline || { grep -E "error|FAILED" "$LOG/build_baseline.log" | head -20; exit 3; }
+TEST=$BUILD/tests/test_cuda_cases
+
+# name | test filter (cmocka glob) | file (relative to the tree) | sed script (-E not used)
+# Several alternative expressions per defect where the code has two shapes (before and after
+# the quad rewrite of gemv/fused); the defect counts as applied if the file changed at all.
+PLANTS=(
+"D_q4_0_nibble_order|test_D_*|src/cuda/dequant.cuh|s/(j < 16 ? (byte \& 0xF) : (byte >> 4)) - 8;/(j < 16 ? (byte >> 4) : (byte \& 0xF)) - 8;/; s/(qs >> (8 \* j + 4 \* half))/(qs >> (8 * j + 4 * (1 - half)))/"
+"D_kquant_min_added|test_D_*|src/cuda/dequant.cuh|s/return __fsub_rn(__fmul_rn(d1, (float)q), m1);/return __fadd_rn(__fmul_rn(d1, (float)q), m1);/; s/f(e0 + 32 \* s + j, __fsub_rn(/f(e0 + 32 * s + j, __fadd_rn(/"
+"B_f16_subnormal_scale_flushed|test_B_*|src/cuda/dequant.cuh|s/if (man == 0) return __uint_as_float(sign);/if (exp == 0) return __uint_as_float(sign);/"
+"C_q8_0_minus128_clamped|test_C_*|src/cuda/dequant.cuh|s/return __fmul_rn((float)(int8_t)b\[2 + j\]/return __fmul_rn((float)max(-127, (int)(int8_t)b[2 + j])/; s/f(e0 + j, __fmul_rn((float)q, d));/f(e0 + j, __fmul_rn((float)max(-127, (int)q), d));/"
+"C_int8_repack_minus128_clamped|test_C_*|src/cuda/int8.cu|s/q\[j\] = (int8_t)b\[2 + j\];/q[j] = (int8_t)max(-127, (int)(int8_t)b[2 + j]);/"
+"A_x_f16_saturated_not_inf|test_A_*|src/cuda/dequant.cu|s/__float2half_rn(x\[t \* ldx + e\])/__float2half_rn(fminf(fmaxf(x[t * ldx + e], -65504.0f), 65504.0f))/"
+"G_gemv_order_depends_on_n|test_G_*|src/cuda/gemv.cu|s/acc\[t\] = fmaf(wv.x, xv.x, acc\[t\]);/acc[t] = NT > 1 ? __fadd_rn(acc[t], __fmul_rn(wv.x, xv.x)) : fmaf(wv.x, xv.x, acc[t]);/; s/acc\[t\] = fmaf(wv, __ldg(xt\[t\] + e), acc\[t\]);/acc[t] = NT > 1 ? __fadd_rn(acc[t], __fmul_rn(wv, __ldg(xt[t] + e))) : fmaf(wv, __ldg(xt[t] + e), acc[t]);/"
+"F_gemv_no_token_grid_loop|test_F_*|src/cuda/gemv.cu|s/g < groups; g += gridDim.y)/g < groups; g += groups)/"
+"F_gemv_last_row_skipped_big_m|test_F_*|src/cuda/gemv.cu|s/if (r >= m) return;/if (r >= m - (m > 65536 ? 1 : 0)) return;/"
+"H_fp8_padding_columns_stale|test_H_*|src/cuda/fp8.cu|/out\[e\] = e < k/ s/ : 0;\$/ : out[e];/"
+"E_gemv_x_read_past_k|test_E_*|src/cuda/gemv.cu|s/if (vec \&\& e + 4 <= k) return __ldg/if (vec) return __ldg/"
+)
+
+echo "== baseline (pristine copy)"
+FILTERS=$(printf '%s\n' "${PLANTS[@]}" | cut -d'|' -f2 | sort -u)
+base_ok=1
+for f in $FILTERS; do
+  QMM_CASES_FILTER="$f" timeout 300 "$TEST" > "$LOG/baseline_${f//[*]/}.log" 2>&1
+  rc=$?
+  echo "baseline $f: rc=$rc"
+  if [ $rc -eq 77 ]; then echo "test_cuda_cases skipped (no GPU?)"; exit 3; fi
+  [ $rc -eq 0 ] || { base_ok=0; grep -E "ERROR|FAILED" "$LOG/baseline_${f//[*]/}.log" | head -5; }
+done
+[ $base_ok -eq 1 ] || { echo "baseline fails: planted defects cannot be judged"; exit 3; }
+
+missed=0; notapplied=0; prev=""
+declare -a RESULTS
+for p in "${PLANTS[@]}"; do
+  IFS='|' read -r name filter file script <<< "$p"
+  # restore the file the previous defect touched, then plant this one
+  [ -n "$prev" ] && [ "$prev" != "$file" ] && cp "$SRC/$prev" "$COPY/$prev"
+  if [ ! -f "$SRC/$file" ]; then
+    RESULTS+=("NOT APPLIED  $name ($file does not exist)"); notapplied=$((notapplied + 1)); prev=""; continue
+  fi
+  cp "$SRC/$file" "$COPY/$file"
+  sed -i -e "$script" "$COPY/$file"
+  prev=$file
+  if cmp -s "$SRC/$file" "$COPY/$file"; then
+    RESULTS+=("NOT APPLIED  $name (pattern not found in $file)"); notapplied=$((notapplied + 1)); continue
+  fi
+  echo "== $name: $(diff "$SRC/$file" "$COPY/$file" | grep -c '^>') line(s) changed in $file"
+  if ! build "$name"; then
+    RESULTS+=("BUILD FAILED $name (see $LOG/build_$name.log)"); notapplied=$((notapplied + 1)); continue
+  fi
+  QMM_CASES_FILTER="$filter" timeout 300 "$TEST" > "$LOG/plant_$name.log" 2>&1
+  rc=$?
+  first=$(grep -m1 -E "^ERROR|error:" "$LOG/plant_$name.log" | cut -c1-220)
+  if [ $rc -ne 0 ] && [ $rc -ne 77 ]; then
+    RESULTS+=("CAUGHT       $name by $filter (rc=$rc): $first")
+  else
+    RESULTS+=("MISSED       $name ($filter passed, rc=$rc)"); missed=$((missed + 1))
+  fi
+done
+[ -n "$prev" ] && cp "$SRC/$prev" "$COPY/$prev"
+
+echo "== results ($(( $(date +%s) - T0 )) s)"
+printf '%s\n' "${RESULTS[@]}"
+if [ $missed -gt 0 ]; then echo "$missed planted defect(s) MISSED"; exit 1; fi
+if [ $notapplied -gt 0 ]; then echo "$notapplied planted defect(s) not applied or not built"; exit 2; fi
+echo "every planted defect was caught"
+exit 0
