@@ -7,8 +7,10 @@
 # pkgconf, as Debian 12 .deb files) and the gguf Python package travel in .deps/ (ignored by
 # git; see docs/CUDA.md for how to fill it) and are unpacked under /tmp/deps, not into /.
 # Usage: bash bench/gpu_run.sh [PHASE...]   PHASE: ctest test_cuda memcheck racecheck synccheck
-#        bench bench_quick (default: ctest memcheck racecheck synccheck bench). The build
+#        bench bench_quick plant (default: ctest memcheck racecheck synccheck bench). The build
 #        always runs. Phases share one 10-minute device call: pick what fits.
+#        CUDA_BENCH_ARGS: arguments for bench/cuda_bench (e.g. "--types q4_0 --ns 1,512");
+#        plant: tests/plant/cuda_plant.sh (planted defects must be caught by test_cuda_cases).
 set -uo pipefail
 PHASES=${*:-ctest memcheck racecheck synccheck bench}
 want() { case " $PHASES " in *" $1 "*) return 0;; esac; return 1; }
@@ -60,13 +62,22 @@ for tool in memcheck racecheck synccheck; do
   echo "$tool rc=$?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED' "$OUT/sanitizer_$tool.log" | tr '\n' ' ')"
 done
 
-want bench || want bench_quick || exit 0
-echo "== bench"
-if [ -x "$BUILD/tools/qmm/qmm" ]; then
-  timeout 60 "$BUILD/tools/qmm/qmm" bench --backend cuda > "$OUT/qmm_bench_cuda.log" 2>&1
-  echo "qmm bench --backend cuda rc=$?"; tail -20 "$OUT/qmm_bench_cuda.log"
+if want bench || want bench_quick; then
+  echo "== bench"
+  if [ -x "$BUILD/tools/qmm/qmm" ]; then
+    timeout 90 "$BUILD/tools/qmm/qmm" bench --backend cuda --json "$OUT/qmm_bench_cuda.json" \
+      > "$OUT/qmm_bench_cuda.log" 2>&1
+    echo "qmm bench --backend cuda rc=$?"; cat "$OUT/qmm_bench_cuda.log"
+  fi
+  nvcc -O2 -Xcompiler -fopenmp -o "$BUILD/cuda_bench" bench/cuda_bench.c -Iinclude "$BUILD/libqmm.a" \
+    -lcublas -lcublasLt -lnvrtc -lopenblas -lgomp -lm && \
+    timeout ${CUDA_BENCH_TIMEOUT:-240} "$BUILD/cuda_bench" $(want bench_quick && echo --quick) ${CUDA_BENCH_ARGS:-} \
+      > "$OUT/cuda_bench.log" 2>&1
+  echo "cuda_bench rc=$?"; cat "$OUT/cuda_bench.log"
 fi
-nvcc -O2 -Xcompiler -fopenmp -o "$BUILD/cuda_bench" bench/cuda_bench.c -Iinclude "$BUILD/libqmm.a" \
-  -lcublas -lcublasLt -lnvrtc -lopenblas -lgomp -lm && \
-  timeout 240 "$BUILD/cuda_bench" $(want bench_quick && echo --quick) > "$OUT/cuda_bench.log" 2>&1
-echo "cuda_bench rc=$?"; cat "$OUT/cuda_bench.log"
+
+if want plant; then
+  echo "== planted defects (tests/plant/cuda_plant.sh)"
+  timeout ${PLANT_TIMEOUT:-240} bash tests/plant/cuda_plant.sh "$SRC" /tmp/qmm-plant > "$OUT/plant.log" 2>&1
+  echo "plant rc=$?"; tail -30 "$OUT/plant.log"
+fi

@@ -706,7 +706,7 @@ static qmm_status cuda_describe(const qmm_context *ctx, const qmm_weights *w, in
     case QMM_STRATEGY_GEMV: *kernel = "gemv_cuda"; *precision = QMM_PRECISION_F32; break;
     case QMM_STRATEGY_DEQUANT_SGEMM: *kernel = "dequant_cublas_sgemm"; *precision = QMM_PRECISION_F32; break;
     case QMM_STRATEGY_CACHED_F16: *kernel = "cached_f16_cublas"; *precision = QMM_PRECISION_HALF; break;
-    case QMM_STRATEGY_FUSED: *kernel = "fused_wmma_f16"; *precision = QMM_PRECISION_HALF; break;
+    case QMM_STRATEGY_FUSED: *kernel = "fused_mma_f16"; *precision = QMM_PRECISION_HALF; break;
     case QMM_STRATEGY_FP8: *kernel = "fp8_cublaslt"; *precision = QMM_PRECISION_FP8; break;
     case QMM_STRATEGY_INT8: *kernel = "int8_cuda"; *precision = QMM_PRECISION_INT8; break;
     default:

@@ -111,7 +111,7 @@ cudaError_t qmm_cuda_gemv(int type, const void *w, size_t row_bytes, int64_t m, 
                           cudaStream_t stream);
 
 /* fused: the same product on tensor cores: W tiles dequantized to f16 in shared memory, X
- * rounded to f16, products accumulated in f32 (WMMA 16x16x16). Fixed tiling for every n:
+ * rounded to f16, products accumulated in f32 (mma.sync m16n8k16, see fused.cu). Fixed tiling for every n:
  * batch-invariant. Requires W to fit f16 (checked by the caller). */
 cudaError_t qmm_cuda_fused(int type, const void *w, size_t row_bytes, int64_t m, int64_t k,
                            int64_t n, const float *x, int64_t ldx, float *y, int64_t ldy,
