@@ -28,7 +28,9 @@ if [ -d .deps ] && ! pkg-config --exists cmocka 2>/dev/null; then
   for f in .deps/*.deb; do dpkg -x "$f" /tmp/deps; done
   D=/tmp/deps/usr/lib/x86_64-linux-gnu
   export PKG_CONFIG_PATH=$D/pkgconfig:$D/openblas-pthread/pkgconfig
-  export PKG_CONFIG_SYSROOT_DIR=/tmp/deps
+  # Point the unpacked .pc files at /tmp/deps (a PKG_CONFIG_SYSROOT_DIR would also prefix the
+  # paths of qmm's own installed qmm.pc, which test_install reads).
+  find /tmp/deps -name '*.pc' -exec sed -i -E -e 's#^([a-z_]+)=/usr#\1=/tmp/deps/usr#' -e 's# -([LI])/usr# -\1/tmp/deps/usr#g' {} +
   export LD_LIBRARY_PATH=$D:$D/openblas-pthread:${LD_LIBRARY_PATH:-}
   export LIBRARY_PATH=$D:$D/openblas-pthread
   export PATH=/tmp/deps/usr/bin:$PATH

@@ -300,6 +300,8 @@ typedef struct expect {
     const float *f32_exact;  /* n x m: replaces ref as the bit-exact value of f32 paths, or NULL */
     bool int8_exact;       /* int8 paths must equal ref bit for bit (X exact in int8 per block) */
     bool no_stat_low;      /* the statistical limits apply to f32-class paths only */
+    bool no_stat_fp8;      /* no statistical limits for fp8 (adversarial data whose E4M3
+                            * rounding errors add coherently; the elementwise bound holds) */
     bool nonfinite;        /* ref has NaN/Inf: outputs must match its class element by element */
     int64_t half_inf_row;  /* token whose f16 conversion overflows (all its outputs non-finite on
                             * f16-class paths), or -1 */
@@ -418,7 +420,7 @@ static int64_t check_values(const prob *p, int64_t n, const qmm_path *path, cons
     }
     /* The path's statistical limits (not for the non-finite or overflow cases). */
     if (bad == 0 && !ex->nonfinite && !(half && ex->half_inf_row >= 0) && n * m >= 64 &&
-        (f32 || !ex->no_stat_low)) {
+        (f32 || !ex->no_stat_low) && !(prec == QMM_PRECISION_FP8 && ex->no_stat_fp8)) {
         qmm_diff d;
         QMM_OK_(qmm_compare(n, m, y, p->ldy, p->ref, m, &d));
         if (!qmm_diff_ok(&d, path->max_nmse, path->max_rel_err)) {
@@ -588,6 +590,11 @@ static void test_A_large_one_sign_activations(void **state) {
             }
             prob_finish(&p);
             expect ex = expect_default();
+            /* fp8's nmse limit is for realistic data: here every token has one sign and a
+             * q2_K/q3_K row has few distinct values per block, so the E4M3 rounding errors of
+             * W do not average out (measured on the H200: q2_K nmse 9e-3 over 132 outputs);
+             * each output is still held to the fp8 elementwise bound. */
+            ex.no_stat_fp8 = true;
             run_all(false, &p, p.n, &ex, wset ? "A (one-sign W and X)" : "A (one-sign X)");
             prob_free(&p);
         }
