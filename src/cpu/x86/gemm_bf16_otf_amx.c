@@ -102,6 +102,7 @@ typedef struct otf_scale {
     __m512 neg_e;
     int e;
     bool scaled;
+    bool check; /* look for subnormals: scaled, or a type whose values can be subnormal */
 } otf_scale;
 
 /* Round 32 decoded floats (elements 0..15 in lo, 16..31 in hi) to bf16 at dst; *sub collects
@@ -112,7 +113,7 @@ static inline void put32(uint16_t *dst, __m512 lo, __m512 hi, const otf_scale *s
         lo = _mm512_scalef_ps(lo, s->neg_e);
         hi = _mm512_scalef_ps(hi, s->neg_e);
     }
-    *sub |= _mm512_fpclass_ps_mask(lo, 0x20) | _mm512_fpclass_ps_mask(hi, 0x20);
+    if (s->check) *sub |= _mm512_fpclass_ps_mask(lo, 0x20) | _mm512_fpclass_ps_mask(hi, 0x20);
     _mm512_store_si512(dst, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
 }
 
@@ -122,10 +123,12 @@ static inline __m512 ramp16(float off) {
                          _mm512_set1_ps(off));
 }
 
+/* f16 bits at p as float by vcvtph2ps: exact, NaN kept quiet with its payload, as
+ * qmm_fp16_to_fp32. */
 static float half_at(const void *p) {
     uint16_t h;
     memcpy(&h, p, sizeof h);
-    return qmm_fp16_to_fp32(h);
+    return _cvtsh_ss(h);
 }
 
 /* q4_0: (float)(q - 8) * d through a 16-entry table per block (vpermps on the nibble). */
@@ -250,6 +253,9 @@ static void decode_group(const qmm_x86_bf16_otf *w, int64_t i0, int64_t c0, int6
         s.scaled = w->row_scale[i] != 1.0f;
         s.e = s.scaled ? ilogbf(w->row_scale[i]) : 0;
         s.neg_e = _mm512_set1_ps(-(float)s.e);
+        /* q4_0, q8_0, q4_K values are 0 or at least 2^-24 in magnitude (f16 scales times
+         * small integers, exact): subnormal only after a row scale. */
+        s.check = s.scaled || fast == NULL;
         for (int64_t p0 = c0 * 32; p0 < c1 * 32; p0 += OTF_CHUNK) {
             const int64_t len = c1 * 32 - p0 < OTF_CHUNK ? c1 * 32 - p0 : OTF_CHUNK;
             uint16_t *d = rdst + (size_t)((p0 / 32 - c0) * 512);

@@ -102,9 +102,19 @@ bool qmm_cpu_x86_fused_amx_f32_supports(const qmm_context *ctx, qmm_type type,
 
 /* The largest n for which fused_amx_bf16 decodes the GGUF blocks on the fly
  * (qmm_x86_gemm_bf16_otf_amx) rather than streaming the packed bf16 copy; both give the
- * same bits, so the switch keeps batch invariance. Measured: see docs/KERNELS.md. */
+ * same bits, so any switch point keeps batch invariance. 0 (packed for every n): measured
+ * on 2026-11-29 on the 2-core AMX VM (load average ~2, interleaved A/B of a build with
+ * -DQMM_X86_OTF_MAX_N=64 against one with 0) with
+ *   qmm bench --shape 4608x1024,1024x4608 --types q4_0,q4_K,q8_0 --n 1,16,32,64
+ *             --strategy fused --iters 9 --csv
+ * the on-the-fly kernel was decode-bound at ~0.4 ms (q4_0), ~0.45 (q4_K), ~0.53 (q8_0) for
+ * n = 1..16 against 0.38-0.42 ms packed: a tie for q4_0, 10-30% slower for q4_K/q8_0, far
+ * slower for the types decoded through to_float (q6_K 5 ms). docs/KERNELS.md has the rows. */
+#ifndef QMM_X86_OTF_MAX_N /* -DQMM_X86_OTF_MAX_N=64 builds the variant to re-measure */
+#define QMM_X86_OTF_MAX_N 0
+#endif
 static int64_t otf_max_n(qmm_type type) {
-    return qmm_x86_gemm_bf16_otf_amx_has_type(type) ? 64 : 0;
+    return qmm_x86_gemm_bf16_otf_amx_has_type(type) ? QMM_X86_OTF_MAX_N : 0;
 }
 
 static qmm_status matmul_otf(qmm_context *ctx, const qmm_weights *w, int64_t n, const float *x,
