@@ -7,9 +7,11 @@
  * padding that must keep its poison; the row scales equal the packer's; bf16 rows of
  * magnitude 2^-100 and 2^50 and one with values that are subnormal after scaling (the exact
  * fallback), X rows of 2^-60 and 2^60. Then through the public API with
- * QMM_FLAG_BATCH_INVARIANT (auto: gemv nowhere, on-the-fly up to its limit, packed above):
+ * QMM_FLAG_BATCH_INVARIANT (auto: gemv nowhere, on-the-fly up to otf_max_n, packed above):
  * every row of Y for n in {1..17, 32, 64, 65, 129, 512} equals the same row at n = 512, so
- * row 0 is the same across the switch point. Skipped (77) without AMX.
+ * row 0 is the same across the switch point. (otf_max_n is 0 in the default build, so this
+ * part crosses a switch only in a build with -DQMM_X86_OTF_MAX_N=64; the kernel-level
+ * comparison above is what ties the two kernels together.) Skipped (77) without AMX.
  */
 #include <math.h>
 #include <setjmp.h>
