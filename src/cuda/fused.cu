@@ -5,24 +5,34 @@
  *
  * Block tile: 64 rows of W x 128 tokens, k in steps of 32; 8 warps (2 along m x 4 along n),
  * each warp 32 rows x 32 tokens = 2 x 4 mma tiles of 16 x 8 (32 f32 accumulators a thread).
- * Per k step a thread decodes 2 quads of W (qmm_cuda_quad<T>: 4 elements, the production
- * decoder qmm_cuda_dequant<T>, exact f32) and converts 4 float4 of X, rounds each value once
- * to f16 and stores them to shared memory (8-byte stores); warps read their fragments with
- * ldmatrix.x4 (rows padded from 32 to 40 halves = 80 bytes, so the 8 row addresses of one
- * 8x8 matrix fall in 8 different 16-byte bank groups: no conflicts).
- * Choices and why:
- * - 128 tokens per tile: every W element is decoded once per block tile, i.e. n/128 times in
- *   all. Decoding (10..30 instructions a quad) costs more than the MMA it feeds, so the tile
- *   is widest along n; 64 rows keep enough blocks for small m (m = 1024, n = 512: 64 blocks
- *   of 8 warps; m = 4608: 288).
- * - Two shared buffers, one barrier per k step: step s stores into buffer s&1, waits at the
- *   barrier, then loads and decodes step s+1 into registers (global loads in flight while the
- *   MMAs of step s run), then runs the MMAs of step s. A buffer is rewritten two steps after
- *   it was read, with a barrier between. Plain 16-byte __ldg loads with register staging
- *   instead of cp.async: W must pass through the decoder (registers) anyway, and X is
- *   converted to f16 on the way.
- * - __launch_bounds__(256, 2): at most 128 registers, 2 blocks (16 warps) an SM; 30 KB of
- *   static shared memory a block. ptxas -v: no spills.
+ * Data path, per k step s (fourth version):
+ * - Raw copy (cp.async, 16-byte, STAGES = 3 deep): the packed bytes of W's rows, as whole
+ *   quant blocks ("chunks" of KSW elements: the 256-element super-block for K-quants, which
+ *   then serves 8 steps, so its scales arrive once; one 32-element block for the legacy
+ *   types; 32 elements for the float types), copied from the 16-byte-aligned address at or
+ *   below the row's chunk start, so every row (any row_bytes, 2-byte aligned) is copied with
+ *   16-byte transfers; the offset (0..15) is kept and added when decoding. X's 128 x 32 f32
+ *   tile is copied the same way (cp.async zero-fills tokens >= n and elements >= k).
+ * - Decode: each thread decodes one group of 8 consecutive elements of one row (a group never
+ *   crosses a scale: every scale covers >= 16 elements) from shared memory with the production
+ *   decoder qmm_cuda_dequant<T> (exact f32; the 8 calls share the block address, d/dmin and
+ *   the scale decode, which the compiler computes once), rounds each value once to f16 and
+ *   writes the 8 halves with one 16-byte store into the f16 W tile (rows padded to 40 halves
+ *   = 80 bytes so that ldmatrix's 8 row addresses fall in 8 different bank groups).
+ * - MMA: A fragments by ldmatrix.x4 from the W tile; B fragments straight from the f32 X tile
+ *   (float2 loads, rounded once to f16 by __floats2half2_rn; rows padded to 40 floats: the
+ *   16 lanes of a half-warp hit 32 different banks).
+ * Barriers per step: (1) after the wait for step s's copies — then the copies of step s+2 are
+ *   issued into the slot read in step s-1 and the W tile (read by step s-1's MMAs) is
+ *   rewritten; (2) after the decode, before the MMAs. Chunk c of W lives in raw slot
+ *   c % WSLOTS: WSLOTS = 3 when a chunk is one step (the slot rewritten at step s was last read
+ *   at step s-1), 2 for K-quants (a chunk is 8 steps; the chunk loaded at step s replaces the
+ *   one that ended at least 6 steps earlier).
+ * Fallbacks kept exact: a 16-byte piece of W that is not entirely inside [w, w + m*row_bytes)
+ * is copied byte by byte (only what is inside); X that is not 16-byte aligned (base or ldx)
+ * is copied with 4-byte cp.async.
+ * Shared memory (dynamic): X 3 x 128 x 40 x 4 = 61440 bytes, W tile 5120, raw 12288..30720
+ * (q6_K: 2 x 64 x 240): at most 97280 bytes, 2 blocks an SM. __launch_bounds__(256, 2).
  * Precision: each element of W is dequantized exactly and rounded once to f16; X is rounded
  * once to f16; products are exact in f32 and summed in f32. Error per output, with
  * u = 2^-11 (f16 unit roundoff) and u32 = 2^-24:
@@ -30,11 +40,12 @@
  *     values, |v| < 2^-24 flushed to 0).
  * Batch invariance and determinism: every output is one chain of MMAs over k in steps of 16,
  * in increasing k, whatever n, m, the token's position in its tile or the grid; no atomics,
- * no split-k. Tails: rows >= m, tokens >= n and elements >= k (float types only) enter the
- * tile as zeros and are not read; results outside m x n are not stored. Rows over
- * blockIdx.x (up to 2^31 - 1 tiles), token tiles over blockIdx.y with a grid-stride loop.
+ * no split-k. Tails: rows >= m are zero rows of the W tile, tokens >= n and elements >= k
+ * (float types only; quant types have k a multiple of their block) are zeros, and results
+ * outside m x n are not stored. Rows over blockIdx.x (up to 2^31 - 1 tiles), token tiles over
+ * blockIdx.y with a grid-stride loop.
  * Requires every |w| <= 65504 (the caller checks this at weights creation); |x| >= 65520
- * becomes Inf (visible, not saturated). Needs sm_80+ (mma.sync f16, ldmatrix).
+ * becomes Inf (visible, not saturated). Needs sm_80+ (mma.sync f16, ldmatrix, cp.async).
  */
 #include <cuda_fp16.h>
 
@@ -43,27 +54,71 @@
 
 namespace {
 
-constexpr int kBM = 64, kBN = 128, kBK = 32, kThreads = 256;
-constexpr int kPad = kBK + 8;                                   /* halves per shared row */
-constexpr int kWQuads = kBM * kBK / 4 / kThreads;               /* 2 quads of W a thread */
-constexpr int kXQuads = kBN * kBK / 4 / kThreads;               /* 4 quads of X a thread */
-static_assert(kWQuads * kThreads * 4 == kBM * kBK && kXQuads * kThreads * 4 == kBN * kBK, "tile split");
+constexpr int kBM = 64, kBN = 128, kBK = 32, kThreads = 256, kStages = 3;
+constexpr int kWPad = kBK + 8; /* halves per W tile row */
+constexpr int kXPad = kBK + 8; /* floats per X tile row */
+constexpr int kGroup = 8;      /* W elements a thread decodes per step */
+static_assert(kBM * kBK == kThreads * kGroup, "one group of W a thread per step");
+static_assert(kBN * kBK / 4 % kThreads == 0, "X pieces per thread");
 
-struct __align__(16) FusedSmem {
-    half w[2][kBM][kPad];
-    half x[2][kBN][kPad];
+/* Bytes per block and elements per block of type T. */
+template <int T> struct FusedFmt;
+#define QMM_FUSED_FMT(T, QK, BB) template <> struct FusedFmt<T> { static constexpr int qk = QK, bytes = BB; };
+QMM_FUSED_FMT(QMM_TYPE_F32, 1, 4)
+QMM_FUSED_FMT(QMM_TYPE_F16, 1, 2)
+QMM_FUSED_FMT(QMM_TYPE_BF16, 1, 2)
+QMM_FUSED_FMT(QMM_TYPE_Q4_0, QK4_0, (int)sizeof(block_q4_0))
+QMM_FUSED_FMT(QMM_TYPE_Q4_1, QK4_1, (int)sizeof(block_q4_1))
+QMM_FUSED_FMT(QMM_TYPE_Q5_0, QK5_0, (int)sizeof(block_q5_0))
+QMM_FUSED_FMT(QMM_TYPE_Q5_1, QK5_1, (int)sizeof(block_q5_1))
+QMM_FUSED_FMT(QMM_TYPE_Q8_0, QK8_0, (int)sizeof(block_q8_0))
+QMM_FUSED_FMT(QMM_TYPE_Q2_K, QK_K, (int)sizeof(block_q2_K))
+QMM_FUSED_FMT(QMM_TYPE_Q3_K, QK_K, (int)sizeof(block_q3_K))
+QMM_FUSED_FMT(QMM_TYPE_Q4_K, QK_K, (int)sizeof(block_q4_K))
+QMM_FUSED_FMT(QMM_TYPE_Q5_K, QK_K, (int)sizeof(block_q5_K))
+QMM_FUSED_FMT(QMM_TYPE_Q6_K, QK_K, (int)sizeof(block_q6_K))
+#undef QMM_FUSED_FMT
+
+/* Geometry of the raw W copy for type T. */
+template <int T> struct FusedGeom {
+    static constexpr int qk = FusedFmt<T>::qk, bb = FusedFmt<T>::bytes;
+    static constexpr int ksw = qk > kBK ? qk : kBK;                 /* elements per chunk */
+    static_assert(ksw % kBK == 0 && ksw % qk == 0, "chunk split");
+    static constexpr int steps = ksw / kBK;                          /* steps per chunk */
+    static constexpr int chunk_bytes = ksw / qk * bb;                /* packed bytes per row */
+    static constexpr int raw = (15 + chunk_bytes + 15) / 16 * 16;    /* shared bytes per row */
+    static constexpr int pieces = raw / 16;                          /* 16-byte copies per row */
+    static constexpr int slots = steps == 1 ? kStages : 2;
+    static_assert(steps == 1 || steps >= kStages, "raw slot reuse distance");
+    static constexpr int x_bytes = kStages * kBN * kXPad * 4;
+    static constexpr int w_bytes = kBM * kWPad * 2;
+    static constexpr int smem = x_bytes + w_bytes + slots * kBM * raw;
 };
 
-__device__ __forceinline__ uint2 to_half4(float4 v) {
-    const __half2 lo = __floats2half2_rn(v.x, v.y), hi = __floats2half2_rn(v.z, v.w);
-    return make_uint2(*(const uint32_t *)&lo, *(const uint32_t *)&hi);
+__device__ __forceinline__ uint32_t smem_addr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
+
+__device__ __forceinline__ void cp_async16(void *dst, const void *src, int src_bytes) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(src_bytes)
+                 : "memory");
+}
+__device__ __forceinline__ void cp_async4(void *dst, const void *src, int src_bytes) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(src_bytes)
+                 : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N> __device__ __forceinline__ void cp_async_wait() {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+__device__ __forceinline__ uint32_t half2_bits(float a, float b) {
+    const __half2 h = __floats2half2_rn(a, b); /* a in the low half */
+    return *(const uint32_t *)&h;
 }
 
 __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const half *p) {
-    const uint32_t a = (uint32_t)__cvta_generic_to_shared(p);
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(a)
+                 : "r"(smem_addr(p))
                  : "memory");
 }
 
@@ -74,47 +129,76 @@ __device__ __forceinline__ void mma_16816(float (&c)[4], const uint32_t (&a)[4],
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-/* Element e..e+3 of token row p (zeros at e >= k; 16-byte load when allowed). */
-__device__ __forceinline__ float4 fused_load_x(const float *__restrict__ p, bool vec, int64_t e, int64_t k) {
-    if (vec && e + 4 <= k) return __ldg((const float4 *)(p + e));
-    float v[4];
+/* Issues the copies of step s: X's 128 x 32 tile into slot s % kStages and, when step s starts a
+ * chunk of W, the chunk's packed bytes of the 64 rows into raw slot chunk % slots. */
+template <int T>
+__device__ __forceinline__ void fused_issue(int64_t s, float *sx, uint8_t *sraw, const uint8_t *__restrict__ w,
+                                            const uint8_t *w_end, size_t row_bytes, int64_t m0, int64_t m,
+                                            int64_t k, const float *__restrict__ x, int64_t ldx, int64_t n0,
+                                            int64_t n, bool xvec) {
+    using G = FusedGeom<T>;
+    const int tid = threadIdx.x;
+    const int64_t k0 = s * kBK;
+    float *dx = sx + (int)(s % kStages) * (kBN * kXPad);
 #pragma unroll
-    for (int j = 0; j < 4; j++) v[j] = e + j < k ? __ldg(p + e + j) : 0.0f;
-    return make_float4(v[0], v[1], v[2], v[3]);
+    for (int i = 0; i < kBN * kBK / 4 / kThreads; i++) {
+        const int c = tid + i * kThreads, tok = c / (kBK / 4), part = c % (kBK / 4);
+        const int64_t t = n0 + tok, e = k0 + 4 * part;
+        float *dst = dx + tok * kXPad + 4 * part;
+        const int64_t left = t < n ? k - e : 0; /* valid elements from e on */
+        const float *src = x + (t < n ? t : 0) * ldx + (left > 0 ? e : 0);
+        if (xvec) {
+            cp_async16(dst, src, left >= 4 ? 16 : left > 0 ? (int)left * 4 : 0);
+        } else {
+#pragma unroll
+            for (int j = 0; j < 4; j++) cp_async4(dst + j, left > j ? src + j : src, left > j ? 4 : 0);
+        }
+    }
+    if (s % G::steps == 0) {
+        const int64_t c = s / G::steps;
+        uint8_t *dw = sraw + (int)(c % G::slots) * (kBM * G::raw);
+        const int64_t boff = c * G::ksw / G::qk * G::bb; /* the chunk's byte offset in a row */
+        for (int p = tid; p < kBM * G::pieces; p += kThreads) {
+            const int r = p / G::pieces, piece = p % G::pieces;
+            if (m0 + r >= m) continue; /* never decoded */
+            const uint8_t *a = w + (m0 + r) * (int64_t)row_bytes + boff;
+            if (16 * piece >= (int)((uintptr_t)a & 15u) + G::chunk_bytes) continue; /* past the chunk */
+            const uint8_t *src = (const uint8_t *)((uintptr_t)a & ~(uintptr_t)15) + 16 * piece;
+            uint8_t *dst = dw + r * G::raw + 16 * piece;
+            if (src >= w && src + 16 <= w_end) {
+                cp_async16(dst, src, 16);
+            } else {
+                for (int j = 0; j < 16; j++) dst[j] = (src + j >= w && src + j < w_end) ? src[j] : 0;
+            }
+        }
+    }
 }
 
 template <int T>
 __global__ void __launch_bounds__(kThreads, 2)
 fused_kernel(const uint8_t *__restrict__ w, size_t row_bytes, int64_t m, int64_t k, int64_t n,
              const float *__restrict__ x, int64_t ldx, float *__restrict__ y, int64_t ldy) {
-    __shared__ FusedSmem sm;
+    using G = FusedGeom<T>;
+    extern __shared__ __align__(16) uint8_t fused_smem[];
+    float *sx = (float *)fused_smem;
+    half *sw = (half *)(fused_smem + G::x_bytes);
+    uint8_t *sraw = fused_smem + G::x_bytes + G::w_bytes;
+
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int wm = warp & 1, wn = warp >> 1; /* warp's 32 rows and 32 tokens in the tile */
     const int64_t m0 = (int64_t)blockIdx.x * kBM;
     const int64_t ntiles = (n + kBN - 1) / kBN, ksteps = (k + kBK - 1) / kBK;
-    const bool vec = ((uintptr_t)x & 15u) == 0 && (ldx & 3) == 0;
+    const bool xvec = ((uintptr_t)x & 15u) == 0 && (ldx & 3) == 0;
+    const uint8_t *w_end = w + m * (int64_t)row_bytes;
 
-    /* This thread's quads: W row tid/8 (+32), X token tid/8 (+32, +64, +96), column 4*(tid%8). */
-    const int qrow = tid >> 3, qcol = 4 * (tid & 7);
-    const uint8_t *wrow[kWQuads];
-    bool wok[kWQuads];
-#pragma unroll
-    for (int s = 0; s < kWQuads; s++) {
-        const int64_t r = m0 + qrow + s * (kThreads / 8);
-        wok[s] = r < m;
-        wrow[s] = w + (wok[s] ? r : 0) * row_bytes;
-    }
+    /* This thread's decode group: row drow, elements 8*dgrp..8*dgrp+7 of each step. */
+    const int drow = tid / (kBK / kGroup), dgrp = tid % (kBK / kGroup);
+    const bool drow_ok = m0 + drow < m;
+    const uint8_t *drow_ptr = w + (drow_ok ? m0 + drow : 0) * (int64_t)row_bytes;
+    uint4 *wdst = (uint4 *)(sw + drow * kWPad + kGroup * dgrp);
 
     for (int64_t tile = blockIdx.y; tile < ntiles; tile += gridDim.y) {
         const int64_t n0 = tile * kBN;
-        const float *xrow[kXQuads];
-        bool xok[kXQuads];
-#pragma unroll
-        for (int s = 0; s < kXQuads; s++) {
-            const int64_t t = n0 + qrow + s * (kThreads / 8);
-            xok[s] = t < n;
-            xrow[s] = x + (xok[s] ? t : 0) * ldx;
-        }
         float acc[2][4][4];
 #pragma unroll
         for (int i = 0; i < 2; i++)
@@ -123,44 +207,52 @@ fused_kernel(const uint8_t *__restrict__ w, size_t row_bytes, int64_t m, int64_t
 #pragma unroll
                 for (int v = 0; v < 4; v++) acc[i][j][v] = 0.0f;
 
-        float4 wq[kWQuads], xq[kXQuads];
-        const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 #pragma unroll
-        for (int s = 0; s < kWQuads; s++) wq[s] = wok[s] ? qmm_cuda_quad<T>(wrow[s], qcol, k) : zero;
-#pragma unroll
-        for (int s = 0; s < kXQuads; s++) xq[s] = xok[s] ? fused_load_x(xrow[s], vec, qcol, k) : zero;
+        for (int s = 0; s < kStages - 1; s++) {
+            if (s < ksteps) fused_issue<T>(s, sx, sraw, w, w_end, row_bytes, m0, m, k, x, ldx, n0, n, xvec);
+            cp_async_commit();
+        }
 
-        for (int64_t ks = 0; ks < ksteps; ks++) {
-            const int buf = (int)(ks & 1);
+        for (int64_t s = 0; s < ksteps; s++) {
+            cp_async_wait<kStages - 2>();
+            __syncthreads(); /* step s's copies visible; step s-1's reads of its slots done */
+            if (s + kStages - 1 < ksteps)
+                fused_issue<T>(s + kStages - 1, sx, sraw, w, w_end, row_bytes, m0, m, k, x, ldx, n0, n, xvec);
+            cp_async_commit();
+
+            /* Decode: 8 elements of row drow at k = s*32 + 8*dgrp, exact, rounded once to f16. */
+            {
+                const int64_t c = s / G::steps;
+                const uint8_t *raw = sraw + (int)(c % G::slots) * (kBM * G::raw) + drow * G::raw;
+                const int64_t boff = c * G::ksw / G::qk * G::bb;
+                raw += (int)(((uintptr_t)(drow_ptr + boff)) & 15u); /* the chunk's first block */
+                const int e0 = (int)(s % G::steps) * kBK + kGroup * dgrp; /* element in the chunk */
+                const int64_t left = k - (s * kBK + kGroup * dgrp);     /* float types' k tail */
+                float v[kGroup];
 #pragma unroll
-            for (int s = 0; s < kWQuads; s++)
-                *(uint2 *)&sm.w[buf][qrow + s * (kThreads / 8)][qcol] = to_half4(wq[s]);
-#pragma unroll
-            for (int s = 0; s < kXQuads; s++)
-                *(uint2 *)&sm.x[buf][qrow + s * (kThreads / 8)][qcol] = to_half4(xq[s]);
-            __syncthreads();
-            if (ks + 1 < ksteps) {
-                const int64_t e = (ks + 1) * kBK + qcol;
-#pragma unroll
-                for (int s = 0; s < kWQuads; s++) wq[s] = wok[s] ? qmm_cuda_quad<T>(wrow[s], e, k) : zero;
-#pragma unroll
-                for (int s = 0; s < kXQuads; s++) xq[s] = xok[s] ? fused_load_x(xrow[s], vec, e, k) : zero;
+                for (int j = 0; j < kGroup; j++)
+                    v[j] = drow_ok && (G::qk > 1 || j < left) ? qmm_cuda_dequant<T>(raw, e0 + j) : 0.0f;
+                *wdst = make_uint4(half2_bits(v[0], v[1]), half2_bits(v[2], v[3]), half2_bits(v[4], v[5]),
+                                   half2_bits(v[6], v[7]));
             }
+            __syncthreads(); /* W tile complete */
+
+            const float *xs = sx + (int)(s % kStages) * (kBN * kXPad);
 #pragma unroll
             for (int kk = 0; kk < kBK; kk += 16) {
-                uint32_t a[2][4], b[2][4];
+                uint32_t a[2][4];
 #pragma unroll
                 for (int i = 0; i < 2; i++)
-                    ldmatrix_x4(a[i], &sm.w[buf][32 * wm + 16 * i + (lane & 15)][kk + 8 * (lane >> 4)]);
+                    ldmatrix_x4(a[i], &sw[(32 * wm + 16 * i + (lane & 15)) * kWPad + kk + 8 * (lane >> 4)]);
 #pragma unroll
-                for (int j = 0; j < 2; j++)
-                    ldmatrix_x4(b[j], &sm.x[buf][32 * wn + 16 * j + (lane & 7) + 8 * (lane >> 4)]
-                                               [kk + 8 * ((lane >> 3) & 1)]);
+                for (int j = 0; j < 4; j++) {
+                    /* B fragment: token 8j + lane/4 of the warp's 32, k = kk + 2(lane%4) (+1, +8, +9). */
+                    const float *xp = xs + (32 * wn + 8 * j + (lane >> 2)) * kXPad + kk + 2 * (lane & 3);
+                    const float2 lo = *(const float2 *)xp, hi = *(const float2 *)(xp + 8);
+                    const uint32_t b0 = half2_bits(lo.x, lo.y), b1 = half2_bits(hi.x, hi.y);
 #pragma unroll
-                for (int i = 0; i < 2; i++)
-#pragma unroll
-                    for (int j = 0; j < 4; j++)
-                        mma_16816(acc[i][j], a[i], b[j >> 1][2 * (j & 1)], b[j >> 1][2 * (j & 1) + 1]);
+                    for (int i = 0; i < 2; i++) mma_16816(acc[i][j], a[i], b0, b1);
+                }
             }
         }
         /* Accumulator v of tile (i, j): row 16i + lane/4 (+8 for v >= 2), token 8j + 2(lane%4)
@@ -175,7 +267,8 @@ fused_kernel(const uint8_t *__restrict__ w, size_t row_bytes, int64_t m, int64_t
                     const int64_t t = n0 + 32 * wn + 8 * j + 2 * (lane & 3) + (v & 1);
                     if (r < m && t < n) y[t * ldy + r] = acc[i][j][v];
                 }
-        __syncthreads(); /* the next tile's first stores go to buffer 0, read in this tile */
+        cp_async_wait<0>();
+        __syncthreads(); /* the next tile's first copies go to slots read in this tile */
     }
 }
 
@@ -184,7 +277,11 @@ template <int T> struct FusedLaunch {
                     int64_t ldx, float *y, int64_t ldy, cudaStream_t s) {
         const int64_t ntiles = (n + kBN - 1) / kBN;
         dim3 grid((unsigned)((m + kBM - 1) / kBM), (unsigned)(ntiles < 65535 ? ntiles : 65535));
-        fused_kernel<T><<<grid, kThreads, 0, s>>>((const uint8_t *)w, row_bytes, m, k, n, x, ldx, y, ldy);
+        if (cudaFuncSetAttribute(fused_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, FusedGeom<T>::smem) !=
+            cudaSuccess)
+            return; /* the error stays set; the caller reads it with cudaGetLastError */
+        fused_kernel<T><<<grid, kThreads, FusedGeom<T>::smem, s>>>((const uint8_t *)w, row_bytes, m, k, n, x, ldx,
+                                                                   y, ldy);
     }
 };
 
