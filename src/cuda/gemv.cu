@@ -1,53 +1,86 @@
 /*
- * gemv.cu — the `gemv` strategy: one warp per row of W, W decoded in registers four elements
- * at a time (qmm_cuda_quad<T>, exact: the production decoder qmm_cuda_dequant<T>), f32 products
- * and f32 sums.
+ * gemv.cu — the `gemv` strategy: one warp per row (or per two rows) of W, W decoded in
+ * registers a unit at a time (qmm_cuda_part<T>: whole quant groups per lane, read by one
+ * 4- or 16-byte load, exact), X staged in shared memory, f32 fmaf products and f32 sums.
  *
- * Work split and order (the order defines the result, so it is fixed by k alone):
- * - A block of 8 warps handles 8 rows (m = 4608 gives 576 blocks, about 4 per SM on 132 SMs;
- *   a warp leaving early at the m tail never meets a barrier: there is none).
- * - Lane l of a row's warp takes the quads q = l, l + 32, l + 64, ... (elements 4q..4q+3),
- *   in increasing q, and for each token accumulates w*x by fmaf in element order 4q, 4q+1,
- *   4q+2, 4q+3 into its own f32 partial. The warp then sums its 32 partials by a fixed
- *   butterfly (__shfl_xor_sync 16, 8, 4, 2, 1). Which lane takes which element, and the order,
- *   depend on k only — never on n, on the other tokens, on the token's slot or on m — so every
- *   output is bit-identical for every n (batch-invariant) and run to run (no atomics, no
- *   shared memory). The CPU kernels use another order: the results agree within the F32
- *   class's limits, not bit for bit.
+ * Order (the order defines the result, so it is fixed by k alone):
+ * - Lane l of a row's warp takes the units u = l, l + 32, l + 64, ... of the row
+ *   (qmm_cuda_part<T>::units(k) of them), in increasing u, and for each token accumulates
+ *   w * x by fmaf into its own f32 partial, in the order in which the unit decoder yields the
+ *   unit's elements. The warp then sums its 32 partials by a fixed butterfly
+ *   (__shfl_xor_sync 16, 8, 4, 2, 1). This is the order of the first gemv (commit f78f1a1^),
+ *   so its results are bit-identical to that version's.
+ * - Which lane takes which element, and the order, depend on k only — never on n, on the
+ *   other tokens, on the token's slot, on m, on the chunk size or on how many rows a warp
+ *   takes — so every output is bit-identical for every n (batch-invariant) and run to run (no
+ *   atomics; shared memory holds only copies of X). The CPU kernels use another order: the
+ *   results agree within the F32 class's limits, not bit for bit.
  *
- * Why quads (the previous version gave each lane whole quant groups, e.g. elements 4i..4i+3
- * and 16+4i.. of a q4_0 block, or 32 elements of a q4_K super-block): X is the traffic that
- * limits this kernel, not W. Every element of W needs NT floats of X (4*NT bytes from L1/L2)
- * against 0.56 bytes of q4_0 from DRAM. With quads, one warp-wide 16-byte load of X per token
- * covers 512 contiguous bytes (4 L1 wavefronts, nothing wasted), where the group layout read
- * 4-byte scalars spread over 1 KB (8 wavefronts for 128 useful bytes). The W bytes of a quad
- * come from the same 18..210-byte block that 1..64 neighbouring lanes read too, so W's
- * loads stay coalesced; the decode of d/dmin and of the 6-bit q4_K/q5_K scales is done once
- * per quad (the compiler shares it between the four elements of a quad, which always lie in
- * one sub-block).
- * X: 16-byte loads when x is 16-byte aligned and ldx a multiple of 4 (a warp-uniform branch
- * decided once per launch), 4-byte loads otherwise; the float types' last partial quad reads
- * only the elements below k.
+ * X in shared memory: every row of a block reads the same X, so the block stages it once per
+ * chunk of kChunk<NT> elements of NT tokens (16 KB; 32 KB at NT = 8) with coalesced 16-byte
+ * loads (4-byte loads when x is not 16-byte aligned or ldx % 4 != 0, decided once per launch;
+ * elements at or past k are stored as 0 and never read), between two __syncthreads. A
+ * chunk's length is a multiple of 1024 elements (a multiple of every type's block and of 32
+ * units), so a chunk holds whole units and the lanes walk the same units in the same order as
+ * without chunks. Warps whose rows are all past m still stage X and meet every barrier; they
+ * skip only the arithmetic and the stores.
+ * Bank conflicts: a warp's 32 lanes read one float each per step, at 32 different units; the
+ * position of element e of the chunk is e with its bits 0..4 XORed with higher bits of e
+ * (gemv_swizzle<T>, a permutation inside each 32-float line), chosen per unit layout so the
+ * 32 lanes of a step hit 32 different banks.
+ *
+ * Rows per warp (RW): 1 at n = 1 (8 rows per block, m = 4608 gives 576 blocks); 2 for the
+ * quantized types at n >= 2 (16 rows per block), so each X value read from shared memory
+ * serves two rows. The second row's unit is decoded first into registers, then the first
+ * row's, in the same decoder call order. RW changes only which warp computes a row, not the
+ * row's order.
  *
  * Tokens: a launch handles NT = 1, 2, 4 or 8 tokens per warp (the smallest >= n, at most
  * QMM_CUDA_GEMV_TOKENS); blockIdx.y walks groups of NT tokens (grid-stride beyond 65535).
- * Token slots past n repeat the last token (computed, never stored) so the inner loop has no
- * predicates. Registers: NT accumulators + NT float4 of X + one float4 of W in flight, times
- * the unroll of 2 quads (up to 219 for f32 at NT = 8, 64..127 for the quantized types).
- * __launch_bounds__(256, 1): with the bare bound ptxas capped some instances at 64 or 128
- * registers and spilled (q4_0 NT = 1, q5_K NT = 1, q8_0 NT = 8); with it, ptxas -v shows no
- * spills for any type and NT (sm_90a). Occupancy is then set by registers: 64 registers give
- * 4 blocks (32 warps) an SM, 128 give 2 — enough loads in flight for the n = 1 case, where
- * the W bytes from DRAM are the limit.
+ * Token slots past n repeat the last token (staged and computed, never stored) so the inner
+ * loop has no predicates. Lane t stores token t of each of its warp's rows.
  */
 #include "cuda/cuda_internal.h"
 #include "cuda/dequant.cuh"
 
 namespace {
 
-constexpr int kWarps = 8; /* rows of W per block */
+constexpr int kWarps = 8; /* warps per block */
 constexpr int kThreads = kWarps * 32;
 
+/* Elements of X per token staged at once: a multiple of 1024, NT * kChunk * 4 <= 32 KB. */
+template <int NT> struct gemv_chunk { static constexpr int v = NT >= 4 ? 1024 : 4096 / NT; };
+
+/* Rows per warp: 2 for the quantized types at NT >= 2 (their units decode fully unrolled, so
+ * the second row's values stay in registers), 1 otherwise. */
+template <int T, int NT> struct gemv_rows_per_warp {
+    static constexpr int v = (NT >= 2 && qmm_cuda_qk<T>::v > 1) ? 2 : 1;
+};
+
+/* Shared-memory position of element e (0 <= e < kChunk) of a staged chunk: bits 0..4 of e
+ * XORed with the bits of e that tell the 32 units of a step apart (unit layouts: dequant.cuh,
+ * qmm_cuda_part). Float types: unit = 4 elements, lanes in bits 2..6. Legacy 4-bit blocks:
+ * lane = 4*block + i, element 32*block + 4i + 16*half + j. q8_0: element 32*block + 8i + j.
+ * q2_K/q3_K/q6_K: lane = 16*sb + 8h + c, element 256sb + 128h + 32p + 4c + j. q4_K/q5_K:
+ * lane = 8*sb + 2c + half, element 256sb + 64c + 32s + 16half + j. */
+template <int T> __device__ __forceinline__ int gemv_swizzle(int e) {
+    switch (T) {
+    case QMM_TYPE_F32:
+    case QMM_TYPE_F16:
+    case QMM_TYPE_BF16: return e ^ ((e >> 5) & 3);
+    case QMM_TYPE_Q4_0:
+    case QMM_TYPE_Q4_1:
+    case QMM_TYPE_Q5_0:
+    case QMM_TYPE_Q5_1: return e ^ ((e >> 5) & 3) ^ ((e >> 3) & 16);
+    case QMM_TYPE_Q8_0: return e ^ ((e >> 5) & 7);
+    case QMM_TYPE_Q4_K:
+    case QMM_TYPE_Q5_K: return e ^ ((e >> 6) & 15);
+    default: return e ^ ((e >> 7) & 3); /* q2_K, q3_K, q6_K */
+    }
+}
+
+/* Elements e..e+3 of one token's X row: one 16-byte load when vec, else 4-byte loads of the
+ * elements below k (0 past k). */
 __device__ __forceinline__ float4 gemv_load_x(const float *__restrict__ p, bool vec, int64_t e, int64_t k) {
     if (vec && e + 4 <= k) return __ldg((const float4 *)(p + e));
     float v[4];
@@ -56,69 +89,134 @@ __device__ __forceinline__ float4 gemv_load_x(const float *__restrict__ p, bool 
     return make_float4(v[0], v[1], v[2], v[3]);
 }
 
+/* Unit u of the warp's RW rows times the staged X (xs: NT tokens of CH elements from c0). */
+template <int T, int NT, int RW, int CH>
+__device__ __forceinline__ void gemv_unit(const uint8_t *const (&rows)[RW], int64_t u, int64_t k, int64_t c0,
+                                          const float *xs, float (&acc)[RW][NT]) {
+    static_assert(RW == 1 || RW == 2, "one or two rows per warp");
+    if constexpr (RW == 1) {
+        qmm_cuda_part<T>::decode(rows[0], u, k, [&](int64_t e, float w0) {
+            const float *xe = xs + gemv_swizzle<T>((int)(e - c0));
+            const float wv[1] = {w0};
+#pragma unroll
+            for (int t = 0; t < NT; t++) {
+                const float xv = xe[t * CH];
+#pragma unroll
+                for (int i = 0; i < RW; i++) acc[i][t] = fmaf(wv[i], xv, acc[i][t]);
+            }
+        });
+    } else {
+        /* the second row's unit first (at most 32 elements, q4_K/q5_K), in registers: the
+         * decoder is fully unrolled for the quantized types, so c is a constant at each call */
+        float w1[32];
+        int c = 0;
+        qmm_cuda_part<T>::decode(rows[1], u, k, [&](int64_t, float wv) { w1[c++] = wv; });
+        c = 0;
+        qmm_cuda_part<T>::decode(rows[0], u, k, [&](int64_t e, float w0) {
+            const float *xe = xs + gemv_swizzle<T>((int)(e - c0));
+            const float wv[2] = {w0, w1[c++]};
+#pragma unroll
+            for (int t = 0; t < NT; t++) {
+                const float xv = xe[t * CH];
+#pragma unroll
+                for (int i = 0; i < RW; i++) acc[i][t] = fmaf(wv[i], xv, acc[i][t]);
+            }
+        });
+    }
+}
+
 template <int T, int NT>
-__global__ void __launch_bounds__(kThreads, 1)
+__global__ void __launch_bounds__(kThreads, NT == 1 ? 4 : 1)
 gemv_kernel(const uint8_t *__restrict__ w, size_t row_bytes, int64_t m, int64_t k, int64_t n,
             const float *__restrict__ x, int64_t ldx, float *__restrict__ y, int64_t ldy) {
+    constexpr int RW = gemv_rows_per_warp<T, NT>::v;
+    constexpr int CH = gemv_chunk<NT>::v;
+    __shared__ __align__(16) float xs[NT * CH];
     const int lane = threadIdx.x & 31;
-    const int64_t r = (int64_t)blockIdx.x * kWarps + (threadIdx.x >> 5);
-    if (r >= m) return; /* whole warps leave; nothing below synchronizes the block */
-    const uint8_t *row = w + r * row_bytes;
-    const int64_t quads = (k + 3) / 4;
+    const int64_t r0 = ((int64_t)blockIdx.x * kWarps + (threadIdx.x >> 5)) * RW;
+    const bool live = r0 < m; /* warp-uniform: the warp has at least one row below m */
+    int64_t r[RW];
+    const uint8_t *rows[RW];
+#pragma unroll
+    for (int i = 0; i < RW; i++) {
+        r[i] = r0 + i;
+        rows[i] = w + (r[i] < m ? r[i] : m - 1) * row_bytes; /* rows past m: computed, not stored */
+    }
     const bool vec = ((uintptr_t)x & 15u) == 0 && (ldx & 3) == 0;
     const int64_t groups = (n + NT - 1) / NT;
     for (int64_t g = blockIdx.y; g < groups; g += gridDim.y) {
         const int64_t t0 = g * NT;
-        const float *xt[NT];
+        float acc[RW][NT];
 #pragma unroll
-        for (int t = 0; t < NT; t++) xt[t] = x + (t0 + t < n ? t0 + t : n - 1) * ldx;
-        float acc[NT];
+        for (int i = 0; i < RW; i++)
 #pragma unroll
-        for (int t = 0; t < NT; t++) acc[t] = 0.0f;
-#pragma unroll 2
-        for (int64_t q = lane; q < quads; q += 32) {
-            const int64_t e = 4 * q;
-            const float4 wv = qmm_cuda_quad<T>(row, e, k);
+            for (int t = 0; t < NT; t++) acc[i][t] = 0.0f;
+        for (int64_t c0 = 0; c0 < k; c0 += CH) {
+            const int kc = (int)(k - c0 < CH ? k - c0 : CH);
+            const int n4 = (kc + 3) / 4;
+            __syncthreads(); /* every warp is done with the previous chunk */
+            for (int i = threadIdx.x; i < NT * n4; i += kThreads) {
+                const int t = i / n4;
+                const int e = 4 * (i - t * n4);
+                const int64_t tok = t0 + t < n ? t0 + t : n - 1;
+                const float4 v = gemv_load_x(x + tok * ldx, vec, c0 + e, k);
+                float *dst = xs + t * CH;
+                dst[gemv_swizzle<T>(e)] = v.x;
+                dst[gemv_swizzle<T>(e + 1)] = v.y;
+                dst[gemv_swizzle<T>(e + 2)] = v.z;
+                dst[gemv_swizzle<T>(e + 3)] = v.w;
+            }
+            __syncthreads(); /* the chunk is staged */
+            if (!live) continue;
+            const int64_t u0 = qmm_cuda_part<T>::units(c0), u1 = qmm_cuda_part<T>::units(c0 + kc);
+            constexpr int kUnroll = qmm_cuda_qk<T>::v > 1 ? 2 : 1; /* float types: 1 (no spills) */
+#pragma unroll kUnroll
+            for (int64_t u = u0 + ((lane - u0) & 31); u < u1; u += 32)
+                gemv_unit<T, NT, RW, CH>(rows, u, k, c0, xs, acc);
+        }
+        if (!live) continue;
+#pragma unroll
+        for (int i = 0; i < RW; i++) {
 #pragma unroll
             for (int t = 0; t < NT; t++) {
-                const float4 xv = gemv_load_x(xt[t], vec, e, k);
-                acc[t] = fmaf(wv.x, xv.x, acc[t]);
-                acc[t] = fmaf(wv.y, xv.y, acc[t]);
-                acc[t] = fmaf(wv.z, xv.z, acc[t]);
-                acc[t] = fmaf(wv.w, xv.w, acc[t]);
+#pragma unroll
+                for (int off = 16; off > 0; off >>= 1)
+                    acc[i][t] += __shfl_xor_sync(0xFFFFFFFFu, acc[i][t], off);
             }
+            /* every lane holds the sums; lane t stores token t */
+            float mine = acc[i][0];
+#pragma unroll
+            for (int t = 1; t < NT; t++)
+                if (lane == t) mine = acc[i][t];
+            if (lane < NT && t0 + lane < n && r[i] < m) y[(t0 + lane) * ldy + r[i]] = mine;
         }
-#pragma unroll
-        for (int t = 0; t < NT; t++) {
-#pragma unroll
-            for (int off = 16; off > 0; off >>= 1) acc[t] += __shfl_xor_sync(0xFFFFFFFFu, acc[t], off);
-        }
-        /* every lane holds the sums; lane t stores token t */
-        float mine = acc[0];
-#pragma unroll
-        for (int t = 1; t < NT; t++)
-            if (lane == t) mine = acc[t];
-        if (lane < NT && t0 + lane < n) y[(t0 + lane) * ldy + r] = mine;
     }
+}
+
+template <int T, int NT>
+void gemv_launch(const uint8_t *w, size_t row_bytes, int64_t m, int64_t k, int64_t n, const float *x,
+                 int64_t ldx, float *y, int64_t ldy, cudaStream_t s) {
+    constexpr int64_t rows_per_block = (int64_t)kWarps * gemv_rows_per_warp<T, NT>::v;
+    const int64_t groups = (n + NT - 1) / NT;
+    dim3 grid((unsigned)((m + rows_per_block - 1) / rows_per_block), (unsigned)(groups < 65535 ? groups : 65535));
+    gemv_kernel<T, NT><<<grid, kThreads, 0, s>>>(w, row_bytes, m, k, n, x, ldx, y, ldy);
 }
 
 template <int T> struct GemvLaunch {
     static void run(const void *w, size_t row_bytes, int64_t m, int64_t k, int64_t n, const float *x,
                     int64_t ldx, float *y, int64_t ldy, cudaStream_t s) {
-        const int nt = n <= 1 ? 1 : n <= 2 ? 2 : n <= 4 ? 4 : 8;
-        const int64_t groups = (n + nt - 1) / nt;
-        dim3 grid((unsigned)((m + kWarps - 1) / kWarps), (unsigned)(groups < 65535 ? groups : 65535));
         const uint8_t *wb = (const uint8_t *)w;
-        switch (nt) {
-        case 1: gemv_kernel<T, 1><<<grid, kThreads, 0, s>>>(wb, row_bytes, m, k, n, x, ldx, y, ldy); break;
-        case 2: gemv_kernel<T, 2><<<grid, kThreads, 0, s>>>(wb, row_bytes, m, k, n, x, ldx, y, ldy); break;
-        case 4: gemv_kernel<T, 4><<<grid, kThreads, 0, s>>>(wb, row_bytes, m, k, n, x, ldx, y, ldy); break;
-        default: gemv_kernel<T, 8><<<grid, kThreads, 0, s>>>(wb, row_bytes, m, k, n, x, ldx, y, ldy); break;
-        }
+        if (n <= 1) gemv_launch<T, 1>(wb, row_bytes, m, k, n, x, ldx, y, ldy, s);
+        else if (n <= 2) gemv_launch<T, 2>(wb, row_bytes, m, k, n, x, ldx, y, ldy, s);
+        else if (n <= 4) gemv_launch<T, 4>(wb, row_bytes, m, k, n, x, ldx, y, ldy, s);
+        else gemv_launch<T, 8>(wb, row_bytes, m, k, n, x, ldx, y, ldy, s);
     }
 };
 
 static_assert(QMM_CUDA_GEMV_TOKENS == 8, "gemv_kernel instantiates NT = 1, 2, 4, 8");
+static_assert(gemv_chunk<1>::v % 1024 == 0 && gemv_chunk<2>::v % 1024 == 0 && gemv_chunk<4>::v % 1024 == 0 &&
+                  gemv_chunk<8>::v % 1024 == 0,
+              "a chunk must hold whole 32-unit steps of every type");
 
 } // namespace
 
