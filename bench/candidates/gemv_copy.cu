@@ -5,13 +5,16 @@
  * (tests/test_candidate_cli.py): if production's order of operations changes, this file
  * must follow it (the order is documented at the top of src/cuda/gemv.cu).
  *
- * The order (production's, as of the quad layout): one warp per row of W; lane l takes the
- * quads q = l, l + 32, ... (elements 4q..4q+3, each decoded by qmm_cuda_dequant<T>, the
- * production decoder; elements >= k of a float type's last quad are 0) in increasing q and,
- * per token, accumulates fmaf(w, x, acc) in element order; then the warp's 32 partials are
- * summed by the butterfly __shfl_xor_sync 16, 8, 4, 2, 1 and lane t stores token t.
- * Tokens: groups of NT = 1, 2, 4 or 8 (the smallest >= n, at most 8), blockIdx.y strides over
- * the groups; slots past n repeat the last token (computed, not stored).
+ * The order (production's, as of the per-unit layout with X in shared memory): lane l of a
+ * row's warp takes the units u = l, l + 32, ... of qmm_cuda_part<T> (whole quant groups,
+ * decoded by the production decoder) in increasing u and, per token, accumulates
+ * fmaf(w, x, acc) in the order the unit decoder yields the elements; then the warp's 32
+ * partials are summed by the butterfly __shfl_xor_sync 16, 8, 4, 2, 1 and lane t stores
+ * token t. Tokens: groups of NT = 1, 2, 4 or 8 (the smallest >= n, at most 8), blockIdx.y
+ * strides over the groups; slots past n repeat the last token (computed, not stored).
+ * X is staged in shared memory by chunks of 1024 elements per token (production's chunks may
+ * be longer and its warps may take two rows: neither changes a row's order), at the same
+ * swizzled positions as production so the reads are free of bank conflicts.
  *
  * Geometry: one warp per row, so rows_per_block = threads_per_block / 32.
  */
@@ -19,40 +22,58 @@
 
 extern "C" __device__ const int qmm_candidate_geometry[][2] = {{8, 256}, {4, 128}, {2, 64}, {1, 32}};
 
+constexpr int kChunk = 1024; /* elements of X per token per staging: a multiple of 32 units */
+
+/* Production's gemv_swizzle<T>: bits 0..4 of the chunk offset XORed with the lane bits. */
+template <int T> __device__ __forceinline__ int swizzle(int e) {
+    switch (T) {
+    case QMM_TYPE_F32:
+    case QMM_TYPE_F16:
+    case QMM_TYPE_BF16: return e ^ ((e >> 5) & 3);
+    case QMM_TYPE_Q4_0:
+    case QMM_TYPE_Q4_1:
+    case QMM_TYPE_Q5_0:
+    case QMM_TYPE_Q5_1: return e ^ ((e >> 5) & 3) ^ ((e >> 3) & 16);
+    case QMM_TYPE_Q8_0: return e ^ ((e >> 5) & 7);
+    case QMM_TYPE_Q4_K:
+    case QMM_TYPE_Q5_K: return e ^ ((e >> 6) & 15);
+    default: return e ^ ((e >> 7) & 3);
+    }
+}
+
 template <int T, int NT>
 __device__ __forceinline__ void gemv_rows(const uint8_t *__restrict__ w, size_t row_bytes, int64_t m,
                                           int64_t k, int64_t n, const float *__restrict__ x,
-                                          int64_t ldx, float *__restrict__ y, int64_t ldy) {
+                                          int64_t ldx, float *__restrict__ y, int64_t ldy, float *xs) {
     const int lane = threadIdx.x & 31;
     const int64_t r = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
-    if (r >= m) return;
-    const uint8_t *row = w + r * row_bytes;
-    const int64_t quads = (k + 3) / 4;
+    const bool live = r < m; /* rows past m stage X and meet the barriers, nothing else */
+    const uint8_t *row = w + (live ? r : 0) * row_bytes;
     const int64_t groups = (n + NT - 1) / NT;
     for (int64_t g = blockIdx.y; g < groups; g += gridDim.y) {
         const int64_t t0 = g * NT;
-        const float *xt[NT];
         float acc[NT];
 #pragma unroll
-        for (int t = 0; t < NT; t++) {
-            xt[t] = x + (t0 + t < n ? t0 + t : n - 1) * ldx;
-            acc[t] = 0.0f;
-        }
-        for (int64_t q = lane; q < quads; q += 32) {
-            const int64_t e = 4 * q;
-            float wv[4], xv[NT][4];
-#pragma unroll
-            for (int j = 0; j < 4; j++) {
-                const bool in = e + j < k;
-                wv[j] = in ? qmm_cuda_dequant<T>(row, e + j) : 0.0f;
-#pragma unroll
-                for (int t = 0; t < NT; t++) xv[t][j] = in ? __ldg(xt[t] + e + j) : 0.0f;
+        for (int t = 0; t < NT; t++) acc[t] = 0.0f;
+        for (int64_t c0 = 0; c0 < k; c0 += kChunk) {
+            const int kc = (int)(k - c0 < kChunk ? k - c0 : kChunk);
+            __syncthreads();
+            for (int i = threadIdx.x; i < NT * kc; i += blockDim.x) {
+                const int t = i / kc, e = i - t * kc;
+                const int64_t tok = t0 + t < n ? t0 + t : n - 1;
+                xs[t * kChunk + swizzle<T>(e)] = x[tok * ldx + c0 + e];
             }
+            __syncthreads();
+            if (!live) continue;
+            const int64_t u1 = qmm_cuda_part<T>::units(c0 + kc);
+            for (int64_t u = qmm_cuda_part<T>::units(c0) + lane; u < u1; u += 32)
+                qmm_cuda_part<T>::decode(row, u, k, [&](int64_t e, float wv) {
+                    const float *xe = xs + swizzle<T>((int)(e - c0));
 #pragma unroll
-            for (int t = 0; t < NT; t++)
-#pragma unroll
-                for (int j = 0; j < 4; j++) acc[t] = fmaf(wv[j], xv[t][j], acc[t]);
+                    for (int t = 0; t < NT; t++) acc[t] = fmaf(wv, xe[t * kChunk], acc[t]);
+                });
         }
+        if (!live) continue;
 #pragma unroll
         for (int t = 0; t < NT; t++)
 #pragma unroll
@@ -68,9 +89,10 @@ __device__ __forceinline__ void gemv_rows(const uint8_t *__restrict__ w, size_t 
 extern "C" __global__ void qmm_candidate(const uint8_t *w, size_t row_bytes, int64_t m, int64_t k,
                                          int64_t n, const float *x, int64_t ldx, float *y,
                                          int64_t ldy) {
+    __shared__ float xs[8 * kChunk];
     /* n is the same for every thread: a uniform branch, as production's choice of instance */
-    if (n <= 1) gemv_rows<QMM_CANDIDATE_TYPE, 1>(w, row_bytes, m, k, n, x, ldx, y, ldy);
-    else if (n <= 2) gemv_rows<QMM_CANDIDATE_TYPE, 2>(w, row_bytes, m, k, n, x, ldx, y, ldy);
-    else if (n <= 4) gemv_rows<QMM_CANDIDATE_TYPE, 4>(w, row_bytes, m, k, n, x, ldx, y, ldy);
-    else gemv_rows<QMM_CANDIDATE_TYPE, 8>(w, row_bytes, m, k, n, x, ldx, y, ldy);
+    if (n <= 1) gemv_rows<QMM_CANDIDATE_TYPE, 1>(w, row_bytes, m, k, n, x, ldx, y, ldy, xs);
+    else if (n <= 2) gemv_rows<QMM_CANDIDATE_TYPE, 2>(w, row_bytes, m, k, n, x, ldx, y, ldy, xs);
+    else if (n <= 4) gemv_rows<QMM_CANDIDATE_TYPE, 4>(w, row_bytes, m, k, n, x, ldx, y, ldy, xs);
+    else gemv_rows<QMM_CANDIDATE_TYPE, 8>(w, row_bytes, m, k, n, x, ldx, y, ldy, xs);
 }
