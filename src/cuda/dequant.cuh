@@ -34,15 +34,16 @@ __device__ __forceinline__ uint16_t qmm_cuda_ld16(const uint8_t *p) {
     return *(const uint16_t *)p;
 }
 
-/* q4_K/q5_K 6-bit scale and min of sub-block j (0..7) from the 12 packed bytes. */
+/* q4_K/q5_K 6-bit scale and min of sub-block j (0..7) from the 12 packed bytes: j < 4: low 6
+ * bits of q[j] and q[j + 4]; j >= 4: low/high nibble of q[j + 4] with the top 2 bits of q[j - 4]
+ * and q[j]. Written without branches (the three bytes q[j & 3], q[(j & 3) + 4], q[(j & 3) + 8]
+ * are always loaded, then selected) so that calls for the same sub-block — the elements of one
+ * quad or group — fold into one decode. */
 __device__ __forceinline__ void qmm_cuda_scale_min_k4(int j, const uint8_t *q, int *sc, int *mn) {
-    if (j < 4) {
-        *sc = q[j] & 63;
-        *mn = q[j + 4] & 63;
-    } else {
-        *sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
-        *mn = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
-    }
+    const int i = j & 3;
+    const int a = q[i], b = q[i + 4], c = q[i + 8];
+    *sc = j < 4 ? (a & 63) : ((c & 0xF) | ((a >> 6) << 4));
+    *mn = j < 4 ? (b & 63) : ((c >> 4) | ((b >> 6) << 4));
 }
 
 template <int T> __device__ float qmm_cuda_dequant(const uint8_t *row, int64_t e);

@@ -228,10 +228,20 @@ fused_kernel(const uint8_t *__restrict__ w, size_t row_bytes, int64_t m, int64_t
                 raw += (int)(((uintptr_t)(drow_ptr + boff)) & 15u); /* the chunk's first block */
                 const int e0 = (int)(s % G::steps) * kBK + kGroup * dgrp; /* element in the chunk */
                 const int64_t left = k - (s * kBK + kGroup * dgrp);     /* float types' k tail */
+                /* The group's block and its first element in the block, written so that the
+                 * compiler sees i0 + j (j < 8) stay in one block: the 8 calls then share the
+                 * block address, d/dmin and the scale decode. */
+                const uint8_t *blk = raw + (G::qk > 1 ? e0 / G::qk * G::bb : 0);
+                const unsigned i0 = G::qk > 1 ? ((unsigned)e0 & (unsigned)(G::qk - 1) & ~7u) : (unsigned)e0;
                 float v[kGroup];
+                if (drow_ok && (G::qk > 1 || left >= kGroup)) {
 #pragma unroll
-                for (int j = 0; j < kGroup; j++)
-                    v[j] = drow_ok && (G::qk > 1 || j < left) ? qmm_cuda_dequant<T>(raw, e0 + j) : 0.0f;
+                    for (int j = 0; j < kGroup; j++) v[j] = qmm_cuda_dequant<T>(blk, (int64_t)(i0 | (unsigned)j));
+                } else {
+#pragma unroll
+                    for (int j = 0; j < kGroup; j++)
+                        v[j] = drow_ok && j < left ? qmm_cuda_dequant<T>(blk, (int64_t)(i0 | (unsigned)j)) : 0.0f;
+                }
                 *wdst = make_uint4(half2_bits(v[0], v[1]), half2_bits(v[2], v[3]), half2_bits(v[4], v[5]),
                                    half2_bits(v[6], v[7]));
             }
