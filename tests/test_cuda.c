@@ -689,6 +689,16 @@ static void test_f16_range(void **state) {
  * s = dx*sum(q); s16 = dx*sum of each 16-element half. */
 static void int8_rule_row(const float *x, int64_t k, int8_t *q, float *dx, float *s, float *s16) {
     for (int64_t c = 0; c < k / 32; c++) {
+        bool finite = true;
+        for (int e = 0; e < 32; e++) finite = finite && isfinite(x[32 * c + e]);
+        if (!finite) { /* q = 0, dx = s = NaN 0x7FC00000 */
+            const uint32_t nan_bits = 0x7FC00000u;
+            float nan;
+            memcpy(&nan, &nan_bits, sizeof nan);
+            memset(q + 32 * c, 0, 32);
+            dx[c] = s[c] = s16[2 * c] = s16[2 * c + 1] = nan;
+            continue;
+        }
         float amax = 0.0f;
         for (int e = 0; e < 32; e++) amax = fabsf(x[32 * c + e]) > amax ? fabsf(x[32 * c + e]) : amax;
         const float d = amax / 127.0f;
@@ -732,7 +742,7 @@ static void test_int8_quantizer_rule(void **state) {
     for (int64_t j = 0; j < n; j++) {
         for (int64_t c = 0; c < k / 32; c++) {
             float *b = x + j * ldx + 32 * c;
-            const int kind = (int)((j + c) % 8);
+            const int kind = (int)((j + c) % 9);
             if (kind <= 2) { /* ties: amax = 127 * 2^sh, others (i + 0.5) * 2^sh */
                 const float sc = ldexpf(1.0f, (int)(tu_rng_u64(&r) % 41) - 20);
                 for (int e = 0; e < 32; e++) {
@@ -748,6 +758,9 @@ static void test_int8_quantizer_rule(void **state) {
             } else if (kind == 5) {
                 for (int e = 0; e < 32; e++) b[e] = 0.0f;
                 if (c % 2) b[7] = -0.0f;
+            } else if (kind == 8) { /* a NaN, +Inf or -Inf among finite values */
+                tu_fill_uniform(&r, b, 32, -1.0f, 1.0f);
+                b[tu_rng_u64(&r) % 32] = c % 3 == 0 ? NAN : c % 3 == 1 ? INFINITY : -INFINITY;
             } else if (kind == 6) { /* CASES A: large, one sign */
                 for (int e = 0; e < 32; e++) b[e] = (j % 2 ? -1.0f : 1.0f) * tu_rng_uniform(&r, 2000.0f, 60000.0f);
             } else {
@@ -804,8 +817,12 @@ static void test_int8_quantizer_rule(void **state) {
             for (int64_t c = 0; c < k / 32; c++) {
                 const float *b = x + j * ldx + 32 * c;
                 float amax = 0.0f;
-                for (int e = 0; e < 32; e++) amax = fabsf(b[e]) > amax ? fabsf(b[e]) : amax;
-                if (!(amax > 0.0f) || amax < 0x1p-100f) continue;
+                bool finite = true;
+                for (int e = 0; e < 32; e++) {
+                    amax = fabsf(b[e]) > amax ? fabsf(b[e]) : amax;
+                    finite = finite && isfinite(b[e]);
+                }
+                if (!finite || !(amax > 0.0f) || amax < 0x1p-100f) continue;
                 for (int e = 0; e < 32; e++) {
                     const float v = b[e] * (127.0f / amax);
                     if (fabsf(v - truncf(v)) == 0.5f) ties++;

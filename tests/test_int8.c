@@ -317,6 +317,56 @@ static void test_unsupported_type(void **state) {
     qmm_context_free(ctx);
 }
 
+/* X blocks holding NaN, +Inf or -Inf: every output of that token is NaN (the block gets
+ * q = 0, dx = s = NaN), the other tokens stay finite, on the VNNI gemv (n = 3) and the AMX
+ * path (n = 20), plain and batch-invariant. Before the rule, a NaN was saturated to a quant
+ * of -128 under a finite dx: finite, wrong outputs. */
+static void test_nonfinite_x(void **state) {
+    (void)state;
+    static const qmm_type types[] = {QMM_TYPE_Q4_0, QMM_TYPE_Q8_0, QMM_TYPE_Q4_K, QMM_TYPE_Q2_K,
+                                     QMM_TYPE_Q6_K, QMM_TYPE_Q5_1};
+    const int64_t m = 17, k = 256, nmax = 20;
+    qmm_context *ctx = int8_ctx();
+    float *wf = malloc(sizeof(float) * m * k), *x = malloc(sizeof(float) * nmax * k);
+    float *y = malloc(sizeof(float) * nmax * m);
+    assert_true(wf && x && y);
+    fill(wf, m * k, 11, -1.0f, 1.0f);
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        size_t rb;
+        assert_int_equal(qmm_row_bytes(types[ti], k, &rb), QMM_OK);
+        unsigned char *wq = malloc(rb * m);
+        assert_non_null(wq);
+        assert_int_equal(qmm_quantize_rows(types[ti], wf, wq, m, k), QMM_OK);
+        for (int inv = 0; inv < 2; inv++) {
+            qmm_context *c = inv ? inv_ctx : ctx;
+            qmm_weights *w;
+            assert_int_equal(qmm_weights_create(c, types[ti], m, k, wq, rb, &w), QMM_OK);
+            for (int64_t n = 3; n <= nmax; n += nmax - 3) {
+                fill(x, nmax * k, 12, -1.0f, 1.0f);
+                x[1 * k + 70] = NAN;       /* token 1, block 2 */
+                x[2 * k + 3] = INFINITY;   /* token 2, block 0 */
+                x[(n - 1) * k + 255] = -INFINITY; /* last token, last block */
+                assert_int_equal(qmm_matmul(c, w, n, x, k, y, m), QMM_OK);
+                for (int64_t t = 0; t < n; t++)
+                    for (int64_t i = 0; i < m; i++) {
+                        const bool bad_token = t == 1 || t == 2 || t == n - 1;
+                        const float v = y[t * m + i];
+                        if (bad_token ? !isnan(v) : !isfinite(v))
+                            fail_msg("%s n=%lld %s: y[%lld][%lld] = %g (token %s)", qmm_type_name(types[ti]),
+                                     (long long)n, inv ? "invariant" : "plain", (long long)t, (long long)i,
+                                     (double)v, bad_token ? "holds NaN/Inf: NaN expected" : "finite");
+                    }
+            }
+            qmm_weights_free(w);
+        }
+        free(wq);
+    }
+    free(wf);
+    free(x);
+    free(y);
+    qmm_context_free(ctx);
+}
+
 int main(void) {
     if (!qmm_cpu_isa_supported(QMM_CPU_ISA_AMX)) {
         print_message("[  SKIPPED ] int8 strategy: no AMX-INT8 on this machine\n");
@@ -327,6 +377,7 @@ int main(void) {
         cmocka_unit_test(test_large_one_sign),
         cmocka_unit_test(test_q8_0_minus_128),
         cmocka_unit_test(test_unsupported_type),
+        cmocka_unit_test(test_nonfinite_x),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -9,8 +9,9 @@
  * inv = 127 / (amax * pre) (0 for an all-zero block), q = round-to-nearest-even((x * pre) *
  * inv) saturated to -128..127 (it stays in -127..127 for finite x), s = dx * (float)sum(q).
  * Every float operation is a single IEEE operation (__fdiv_rn/__fmul_rn: nvcc may not
- * contract or approximate them), so the bytes and scales equal the CPU's. A block holding a
- * NaN gets dx = NaN (so the outputs that read it are NaN, never silently finite).
+ * contract or approximate them), so the bytes and scales equal the CPU's. A block holding NaN
+ * or +-Inf gets q = 0 and dx = s = NaN (0x7FC00000) on both sides, so the outputs that read
+ * it are NaN, never silently finite.
  *
  * W repack (per type, formulas of src/formats/ and dequant.cuh): per row and sub-block of G
  * elements (G = 32; 16 for q2_K, q3_K, q6_K) int8 quants q, a float scale d_w and (q4_1, q5_1,
@@ -97,7 +98,15 @@ __global__ void int8_quantize_x_kernel(const float *__restrict__ x, int64_t n, i
     float amax = fabsf(v);
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, o));
-    if (__any_sync(0xFFFFFFFFu, v != v)) amax = __int_as_float(0x7FC00000); /* NaN stays NaN */
+    /* A block holding NaN or +-Inf: q = 0, dx = s = NaN (bits 0x7FC00000, as the CPU rule),
+     * so every output that reads it is NaN, never silently finite. */
+    if (__any_sync(0xFFFFFFFFu, !isfinite(v))) {
+        q[j * k_pad + 32 * c + lane] = 0;
+        const float nan = __int_as_float(0x7FC00000);
+        if (lane == 0) dx[c * n_pad + j] = s32[c * n_pad + j] = s16[(2 * c) * n_pad + j] = nan;
+        else if (lane == 16) s16[(2 * c + 1) * n_pad + j] = nan;
+        return;
+    }
     const float d = __fdiv_rn(amax, 127.0f);
     const float pre = amax < 0x1p-100f ? 0x1p64f : 1.0f;
     const float inv = amax > 0.0f ? __fdiv_rn(127.0f, __fmul_rn(amax, pre)) : 0.0f;

@@ -17,8 +17,10 @@
  * Tile configuration: inline-asm ldtilecfg (see gemm_bf16_amx.c for why).
  */
 #include <immintrin.h>
+#include <math.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <string.h>
 
 #include <omp.h>
@@ -58,14 +60,29 @@ size_t qmm_x86_gemm_int8_amx_scratch(const qmm_x86_int8_tiles *w, int64_t n) {
     return xq_bytes(w, n) + 2 * scale_bytes(w, n) + (size_t)(n_padded(n) / 16) * sizeof(atomic_int);
 }
 
+/* The dx and s of a block holding NaN or Inf: the quiet NaN 0x7FC00000 (as the CUDA rule). */
+static inline float nonfinite_scale(void) {
+    const union { uint32_t u; float f; } v = {0x7FC00000u};
+    return v.f;
+}
+
 /* Quantize one X row into q (k bytes), dx and s (k/32 floats each, `ld` floats apart: the
  * scales of a 16-row X tile are stored block-major, 16 rows per block). Also used by
  * gemv_int8_avx512.c (declared in x86_kernels.h). */
 void qmm_x86_int8_quantize_row(const float *x, int64_t k, int8_t *q, float *dx, float *s,
                                int64_t ld) {
     const __m512 absmask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7FFFFFFF));
+    const __m512 inf = _mm512_set1_ps(INFINITY);
     for (int64_t c = 0; c < k / 32; c++) {
         const __m512 lo = _mm512_loadu_ps(x + 32 * c), hi = _mm512_loadu_ps(x + 32 * c + 16);
+        /* A block holding NaN or +-Inf: q = 0, dx = s = NaN (bits 0x7FC00000, the CUDA
+         * quantizer's too), so every output that reads it is NaN, never silently finite. */
+        if ((__mmask16)(_mm512_cmp_ps_mask(_mm512_and_ps(lo, absmask), inf, _CMP_LT_OQ) &
+                        _mm512_cmp_ps_mask(_mm512_and_ps(hi, absmask), inf, _CMP_LT_OQ)) != 0xFFFF) {
+            memset(q + 32 * c, 0, 32);
+            dx[c * ld] = s[c * ld] = nonfinite_scale();
+            continue;
+        }
         const float amax = _mm512_reduce_max_ps(
             _mm512_max_ps(_mm512_and_ps(lo, absmask), _mm512_and_ps(hi, absmask)));
         const float d = amax / 127.0f;

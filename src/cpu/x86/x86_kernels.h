@@ -196,7 +196,8 @@ void qmm_x86_gemm_int8_amx(const qmm_x86_int8_tiles *w, int64_t n, const float *
 /*
  * Quantize one X row (k floats, k a multiple of 32) for the int8 kernels: per 32-element block
  * c, dx[c * ld] = max|x| / 127, q[32c + e] = round-to-nearest-even(x * 127 / max|x|) in
- * -127..127 (an all-zero block: dx = 0, q = 0), s[c * ld] = dx * sum of the block's q.
+ * -127..127 (an all-zero block: dx = 0, q = 0), s[c * ld] = dx * sum of the block's q; a block
+ * holding NaN or +-Inf: q = 0, dx = s = NaN (bits 0x7FC00000), so its outputs are NaN.
  * AVX-512F only (defined in gemm_int8_amx.c). Requires QMM_CPU_ISA_AVX512.
  */
 void qmm_x86_int8_quantize_row(const float *x, int64_t k, int8_t *q, float *dx, float *s,
