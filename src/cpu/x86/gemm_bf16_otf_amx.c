@@ -24,10 +24,13 @@
  *     packed kernel does ((y * xs[j]) * ws[i]).
  *
  * Work split: tasks are groups of 32 W rows (2 tiles), handed out one at a time (OpenMP
- * dynamic schedule). A task decodes its rows for a k panel (all of k up to OTF_KP elements)
- * into a per-thread buffer (32 x panel bf16, in L2) and runs every X block of the call
- * against it, so each W tile is decoded once per call and reused across all X tiles.
- * X is converted once per call (tiles of 16 rows split over the threads, then a barrier).
+ * dynamic schedule). A task walks k in chunks of OTF_STEPS k steps: it decodes its 32 rows
+ * of the chunk into a per-thread buffer small enough to stay in L1 (32 x 256 bf16 = 16 KiB)
+ * and runs every X block of the call against it, so each W element is decoded once per call
+ * and its stores and tile loads hit L1. With one X block (n <= 32) the four accumulator
+ * tiles stay in the tile registers for all of k; with more, each X block's accumulators are
+ * stored and reloaded (exactly) between chunks. X is converted once per call (tiles of 16
+ * rows split over the threads, then a barrier).
  */
 #include <immintrin.h>
 #include <math.h>
@@ -44,8 +47,10 @@
 #include "formats/fp16.h"
 #include "formats/kquant_search.h"
 
-/* Largest k panel (elements) decoded at once: 32 rows x 8192 bf16 = 512 KiB per thread. */
-#define OTF_KP 8192
+/* k steps (32 elements each) decoded at once: 32 rows x 256 bf16 = 16 KiB per thread, so the
+ * decoder's stores and the tile loads stay in L1 (a 64 KiB panel in L2 cost more than the
+ * decode itself). A multiple of OTF_CHUNK / 32. */
+#define OTF_STEPS 8
 
 /* Elements decoded per call of a row decoder (a multiple of every block size). */
 #define OTF_CHUNK 256
@@ -190,6 +195,66 @@ static __mmask16 decode_q4_K(const unsigned char *row, int64_t p0, int64_t len, 
     return sub;
 }
 
+/* q6_K: (d * (float)sc) * (float)(q - 32) per 16 elements, q = 4 low bits | 2 high bits << 4
+ * (layout in quants_k.c): the 6-bit q is assembled in bytes (32 at a time), the 16 products
+ * d * sc once per super-block; one super-block (len = 256). */
+static __mmask16 decode_q6_K(const unsigned char *row, int64_t p0, int64_t len, uint16_t *dst,
+                             size_t dst_step, const otf_scale *s) {
+    (void)len;
+    const block_q6_K *b = (const block_q6_K *)row + p0 / QK_K;
+    float ds[16] __attribute__((aligned(64)));
+    _mm512_store_ps(ds, _mm512_mul_ps(_mm512_set1_ps(half_at(&b->d)),
+                                      _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
+                                          _mm_loadu_si128((const __m128i *)b->scales)))));
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m3 = _mm256_set1_epi8(3), k32 = _mm256_set1_epi8(32);
+    __mmask16 sub = 0;
+    for (int h = 0; h < 2; h++) {
+        const __m256i ql0 = _mm256_loadu_si256((const __m256i *)(b->ql + 64 * h));
+        const __m256i ql1 = _mm256_loadu_si256((const __m256i *)(b->ql + 64 * h + 32));
+        const __m256i qh = _mm256_loadu_si256((const __m256i *)(b->qh + 32 * h));
+        for (int p = 0; p < 4; p++) {
+            const __m256i src = (p & 1) ? ql1 : ql0;
+            const __m256i lo = _mm256_and_si256(p >> 1 ? _mm256_srli_epi16(src, 4) : src, m4);
+            const __m256i hi = _mm256_slli_epi16(
+                _mm256_and_si256(_mm256_srli_epi16(qh, 2 * p), m3), 4);
+            const __m256i q = _mm256_sub_epi8(_mm256_or_si256(lo, hi), k32);
+            const __m512 f0 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm256_castsi256_si128(q)));
+            const __m512 f1 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm256_extracti128_si256(q, 1)));
+            put32(dst + (size_t)(4 * h + p) * dst_step,
+                  _mm512_mul_ps(_mm512_set1_ps(ds[8 * h + 2 * p]), f0),
+                  _mm512_mul_ps(_mm512_set1_ps(ds[8 * h + 2 * p + 1]), f1), s, &sub);
+        }
+    }
+    return sub;
+}
+
+/* f16: vcvtph2ps (exact, as qmm_fp16_to_fp32). */
+static __mmask16 decode_f16(const unsigned char *row, int64_t p0, int64_t len, uint16_t *dst,
+                            size_t dst_step, const otf_scale *s) {
+    const unsigned char *src = row + (size_t)p0 * 2;
+    __mmask16 sub = 0;
+    for (int64_t i = 0; i < len / 32; i++)
+        put32(dst + (size_t)i * dst_step,
+              _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(src + 64 * i))),
+              _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(src + 64 * i + 32))), s,
+              &sub);
+    return sub;
+}
+
+/* bf16: the bits shifted into the high half of an f32 (exact, as qmm_bf16_to_fp32). */
+static __mmask16 decode_bf16(const unsigned char *row, int64_t p0, int64_t len, uint16_t *dst,
+                             size_t dst_step, const otf_scale *s) {
+    const unsigned char *src = row + (size_t)p0 * 2;
+    __mmask16 sub = 0;
+    for (int64_t i = 0; i < len / 32; i++) {
+        const __m512i lo = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(src + 64 * i)));
+        const __m512i hi = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(src + 64 * i + 32)));
+        put32(dst + (size_t)i * dst_step, _mm512_castsi512_ps(_mm512_slli_epi32(lo, 16)),
+              _mm512_castsi512_ps(_mm512_slli_epi32(hi, 16)), s, &sub);
+    }
+    return sub;
+}
+
 /* Any other type: the type's to_float into a float buffer, then the same rounding. */
 static __mmask16 decode_generic(const qmm_type_traits *t, const unsigned char *row, int64_t k,
                                 int64_t p0, int64_t len, uint16_t *dst, size_t dst_step,
@@ -228,19 +293,43 @@ static otf_decode_fn fast_decoder(qmm_type type) {
     case QMM_TYPE_Q4_0: return decode_q4_0;
     case QMM_TYPE_Q8_0: return decode_q8_0;
     case QMM_TYPE_Q4_K: return decode_q4_K;
+    case QMM_TYPE_Q6_K: return decode_q6_K;
+    case QMM_TYPE_F16: return decode_f16;
+    case QMM_TYPE_BF16: return decode_bf16;
     default: return NULL;
     }
 }
 
-/* Decode rows [i0, i0 + 32) x k steps [c0, c1) into buf: tile (wt, c) (W rows i0 + 16 wt ..
- * + 15, elements 32c .. 32c + 31, row-major, 64 bytes a row) at buf + (wt * (c1 - c0) + c -
- * c0) * 512. Rows >= m are zero. */
-static void decode_group(const qmm_x86_bf16_otf *w, int64_t i0, int64_t c0, int64_t c1,
-                         uint16_t *buf) {
+/* Types whose decoded values are 0 or at least 2^-24 in magnitude (f16 scales times small
+ * integers, or f16 itself) and at most 2^40, so their row scale is 1 and nothing is
+ * subnormal: the subnormal check is skipped for them. */
+static bool never_subnormal(qmm_type type) {
+    return type == QMM_TYPE_Q4_0 || type == QMM_TYPE_Q8_0 || type == QMM_TYPE_Q4_K ||
+           type == QMM_TYPE_Q6_K || type == QMM_TYPE_F16;
+}
+
+/* The scaling of rows i0 .. i0 + 31 (once per group). */
+static void group_scales(const qmm_x86_bf16_otf *w, int64_t i0, otf_scale rs[32]) {
+    const bool plain = never_subnormal(w->type) && fast_decoder(w->type) != NULL;
+    for (int r = 0; r < 32; r++) {
+        const int64_t i = i0 + r;
+        otf_scale *s = &rs[r];
+        s->scaled = i < w->m && w->row_scale[i] != 1.0f;
+        s->e = s->scaled ? ilogbf(w->row_scale[i]) : 0;
+        s->neg_e = _mm512_set1_ps(-(float)s->e);
+        s->check = s->scaled || !plain;
+    }
+}
+
+/* Decode rows i0 + r0 .. i0 + r1 - 1 (r0 < r1 <= 32) x k steps [c0, c1) into buf: tile (wt,
+ * c) (W rows i0 + 16 wt .. + 15, elements 32c .. 32c + 31, row-major, 64 bytes a row) at
+ * buf + (wt * (c1 - c0) + c - c0) * 512. Rows >= m are zero; rows >= m_pad are not written. */
+static void decode_rows(const qmm_x86_bf16_otf *w, const otf_scale rs[32], int64_t i0, int r0,
+                        int r1, int64_t c0, int64_t c1, uint16_t *buf) {
     const qmm_type_traits *t = qmm_type_traits_get(w->type);
     const otf_decode_fn fast = fast_decoder(w->type);
     const int64_t steps = c1 - c0;
-    for (int r = 0; r < 32; r++) {
+    for (int r = r0; r < r1; r++) {
         const int64_t i = i0 + r;
         uint16_t *rdst = buf + ((size_t)(r / 16) * (size_t)steps) * 512 + (size_t)(r % 16) * 32;
         if (i >= w->m) {
@@ -249,21 +338,31 @@ static void decode_group(const qmm_x86_bf16_otf *w, int64_t i0, int64_t c0, int6
             continue;
         }
         const unsigned char *row = w->rows + (size_t)i * w->row_stride;
-        otf_scale s;
-        s.scaled = w->row_scale[i] != 1.0f;
-        s.e = s.scaled ? ilogbf(w->row_scale[i]) : 0;
-        s.neg_e = _mm512_set1_ps(-(float)s.e);
-        /* q4_0, q8_0, q4_K values are 0 or at least 2^-24 in magnitude (f16 scales times
-         * small integers, exact): subnormal only after a row scale. */
-        s.check = s.scaled || fast == NULL;
         for (int64_t p0 = c0 * 32; p0 < c1 * 32; p0 += OTF_CHUNK) {
             const int64_t len = c1 * 32 - p0 < OTF_CHUNK ? c1 * 32 - p0 : OTF_CHUNK;
             uint16_t *d = rdst + (size_t)((p0 / 32 - c0) * 512);
             /* fast decoders need whole blocks inside k (k is a multiple of the block) */
             const __mmask16 sub = fast != NULL && p0 + len <= w->k
-                                      ? fast(row, p0, len, d, 512, &s)
-                                      : decode_generic(t, row, w->k, p0, len, d, 512, &s);
-            if (sub) decode_exact(t, row, w->k, p0, len, d, 512, &s);
+                                      ? fast(row, p0, len, d, 512, &rs[r])
+                                      : decode_generic(t, row, w->k, p0, len, d, 512, &rs[r]);
+            if (sub) decode_exact(t, row, w->k, p0, len, d, 512, &rs[r]);
+        }
+        /* Ask for this row's bytes of the chunk after the next (or, at the end of the row,
+         * the start of row i + 32, which the next group decodes first): 32 rows read a few
+         * hundred bytes each, a pattern the hardware prefetchers follow poorly. */
+        const int64_t q0 = c1 * 32 + (c1 - c0) * 32, q1 = q0 + (c1 - c0) * 32;
+        const unsigned char *ahead = row;
+        int64_t e0 = q0, e1 = q1;
+        if (q0 >= w->k) {
+            ahead = i + 32 < w->m ? row + 32 * w->row_stride : NULL;
+            e0 = 0;
+            e1 = (c1 - c0) * 32;
+        }
+        if (ahead != NULL) {
+            if (e1 > w->k) e1 = w->k;
+            const size_t b0 = (size_t)(e0 / t->block_size) * t->block_bytes;
+            const size_t b1 = (size_t)((e1 + t->block_size - 1) / t->block_size) * t->block_bytes;
+            for (size_t o = b0; o < b1; o += 64) _mm_prefetch((const char *)ahead + o, _MM_HINT_T0);
         }
     }
 }
@@ -348,15 +447,9 @@ static void store_tile_t(const float *cbuf, float *y, int64_t ldy, int64_t n, in
         }
 }
 
-/* One X block (X tiles xt0, xt0 + 1 if nt = 2) against the decoded W group (mt tiles) over
- * k steps [c0, c1). acc: 4 partial tiles (4 KiB) between panels. */
-static void group_block(const qmm_x86_bf16_otf *w, const uint16_t *wbuf, int64_t steps,
-                        const uint16_t *xv, int64_t xt0, int nt, int mt, int64_t c0, int64_t c1,
-                        float *acc, bool first, bool last, int64_t n, int64_t i0,
-                        const float *xscale, float *y, int64_t ldy) {
-    const int64_t kc = w->k_pad / 32;
-    const uint16_t *a0 = wbuf, *a1 = wbuf + (size_t)steps * 512;
-    const uint16_t *b0 = xv + (size_t)(xt0 * kc + c0) * 512, *b1 = b0 + (size_t)kc * 512;
+/* The accumulators of one X block at the start of a chunk: zero (first chunk) or the
+ * partial sums stored at the end of the previous one. */
+static inline void acc_begin(const float *acc, bool first) {
     if (first) {
         _tile_zero(0);
         _tile_zero(1);
@@ -368,33 +461,30 @@ static void group_block(const qmm_x86_bf16_otf *w, const uint16_t *wbuf, int64_t
         _tile_loadd(2, acc + 512, 64);
         _tile_loadd(3, acc + 768, 64);
     }
-    /* tmm0 = W0 x X0, tmm1 = W1 x X0, tmm2 = W0 x X1, tmm3 = W1 x X1 (rows: W, cols: X) */
-    if (nt == 2 && mt == 2) {
-        for (int64_t s = 0; s < c1 - c0; s++) {
-            _tile_loadd(4, a0 + s * 512, 64);
-            _tile_loadd(6, b0 + s * 512, 64);
-            _tile_dpbf16ps(0, 4, 6);
-            _tile_loadd(5, a1 + s * 512, 64);
-            _tile_dpbf16ps(1, 5, 6);
-            _tile_loadd(7, b1 + s * 512, 64);
-            _tile_dpbf16ps(2, 4, 7);
-            _tile_dpbf16ps(3, 5, 7);
-        }
-    } else {
-        for (int64_t s = 0; s < c1 - c0; s++) {
-            _tile_loadd(4, a0 + s * 512, 64);
-            _tile_loadd(6, b0 + s * 512, 64);
-            _tile_dpbf16ps(0, 4, 6);
-            if (mt == 2) {
-                _tile_loadd(5, a1 + s * 512, 64);
-                _tile_dpbf16ps(1, 5, 6);
-            }
-            if (nt == 2) {
-                _tile_loadd(7, b1 + s * 512, 64);
-                _tile_dpbf16ps(2, 4, 7);
-            }
-        }
+}
+
+/* One k step of one X block: a0/a1 the W tiles (mt of them), b0/b1 the X tiles (nt).
+ * tmm0 = W0 x X0, tmm1 = W1 x X0, tmm2 = W0 x X1, tmm3 = W1 x X1 (rows: W, cols: X). */
+static inline void tile_step(const uint16_t *a0, const uint16_t *a1, const uint16_t *b0,
+                             const uint16_t *b1, int mt, int nt) {
+    _tile_loadd(4, a0, 64);
+    _tile_loadd(6, b0, 64);
+    _tile_dpbf16ps(0, 4, 6);
+    if (mt == 2) {
+        _tile_loadd(5, a1, 64);
+        _tile_dpbf16ps(1, 5, 6);
     }
+    if (nt == 2) {
+        _tile_loadd(7, b1, 64);
+        _tile_dpbf16ps(2, 4, 7);
+        if (mt == 2) _tile_dpbf16ps(3, 5, 7);
+    }
+}
+
+/* The end of one X block's chunk: store the partial sums (acc), or after the last chunk the
+ * outputs (X tiles xt0, xt0 + 1 if nt = 2; W rows i0 ..). */
+static void acc_end(const qmm_x86_bf16_otf *w, float *acc, bool last, int64_t xt0, int nt,
+                    int mt, int64_t n, int64_t i0, const float *xscale, float *y, int64_t ldy) {
     if (!last) {
         _tile_stored(0, acc, 64);
         _tile_stored(1, acc + 256, 64);
@@ -420,13 +510,56 @@ static void group_block(const qmm_x86_bf16_otf *w, const uint16_t *wbuf, int64_t
     }
 }
 
+/* One group of 32 W rows (mt tiles) against every X block, chunk by chunk. The next
+ * chunk's rows are decoded into the other half of wbuf a few rows after each k step of
+ * this one, so the vector decode and the tile products overlap and the tile loads find
+ * stores that committed long before. With one X block (keep) the accumulators stay in
+ * tmm0..3 for all of k. */
+static void run_group(const qmm_x86_bf16_otf *w, int64_t i0, const uint16_t *xv, int64_t n,
+                      const float *xscale, uint16_t *wbuf, float *acc, float *y, int64_t ldy) {
+    const int64_t kc = w->k_pad / 32, kp = kc < OTF_STEPS ? kc : OTF_STEPS;
+    const int64_t x_tiles = n_padded(n) / 16, x_blocks = (x_tiles + 1) / 2;
+    const int64_t chunks = (kc + kp - 1) / kp;
+    const int mt = w->m_pad - i0 >= 32 ? 2 : 1;
+    const bool keep = x_blocks == 1;
+    uint16_t *buf[2] = {wbuf, wbuf + (size_t)32 * (size_t)kp * 32};
+    otf_scale rs[32];
+    group_scales(w, i0, rs);
+    decode_rows(w, rs, i0, 0, 32, 0, kp, buf[0]);
+    for (int64_t ch = 0; ch < chunks; ch++) {
+        const int64_t c0 = ch * kp, c1 = c0 + kp < kc ? c0 + kp : kc, steps = c1 - c0;
+        const bool first = ch == 0, last = ch == chunks - 1;
+        const int64_t n0 = c1, n1 = c1 + kp < kc ? c1 + kp : kc; /* the next chunk */
+        const int64_t units = x_blocks * steps;
+        int64_t unit = 0;
+        int done = 0; /* rows of the next chunk decoded so far */
+        const uint16_t *a0 = buf[ch & 1], *a1 = a0 + (size_t)steps * 512;
+        for (int64_t xb = 0; xb < x_blocks; xb++) {
+            const int nt = x_tiles - 2 * xb >= 2 ? 2 : 1;
+            const uint16_t *b0 = xv + (size_t)(2 * xb * kc + c0) * 512, *b1 = b0 + (size_t)kc * 512;
+            if (!keep || first) acc_begin(acc + (size_t)xb * 1024, first);
+            for (int64_t s = 0; s < steps; s++) {
+                tile_step(a0 + s * 512, a1 + s * 512, b0 + s * 512, b1 + s * 512, mt, nt);
+                unit++;
+                const int upto = (int)(32 * unit / units);
+                if (!last && upto > done) {
+                    decode_rows(w, rs, i0, done, upto, n0, n1, buf[(ch + 1) & 1]);
+                    done = upto;
+                }
+            }
+            if (!keep || last)
+                acc_end(w, acc + (size_t)xb * 1024, last, 2 * xb, nt, mt, n, i0, xscale, y, ldy);
+        }
+    }
+}
+
 /* ---------------------------------------------------------------------------------------
  * Scratch and the driver
  * ------------------------------------------------------------------------------------- */
 
 static int64_t panel_steps(const qmm_x86_bf16_otf *w) {
     const int64_t kc = w->k_pad / 32;
-    return kc < OTF_KP / 32 ? kc : OTF_KP / 32;
+    return kc < OTF_STEPS ? kc : OTF_STEPS;
 }
 
 /* Shared: X VNNI tiles, X row scales. Per thread: the X row buffer, the W group buffer,
@@ -437,7 +570,7 @@ static size_t xv_bytes(const qmm_x86_bf16_otf *w, int64_t n) {
 static size_t xscale_bytes(int64_t n) { return ((size_t)n_padded(n) * sizeof(float) + 63) / 64 * 64; }
 static size_t thread_bytes(const qmm_x86_bf16_otf *w, int64_t n) {
     const size_t tmp = (16 * (size_t)w->k_pad * sizeof(uint16_t) + 63) / 64 * 64;
-    const size_t wbuf = 32 * (size_t)panel_steps(w) * 32 * sizeof(uint16_t);
+    const size_t wbuf = 2 * 32 * (size_t)panel_steps(w) * 32 * sizeof(uint16_t);
     return tmp + wbuf + (size_t)((n_padded(n) + 31) / 32) * 4096;
 }
 
@@ -454,8 +587,7 @@ bool qmm_x86_gemm_bf16_otf_amx_has_type(qmm_type type) {
 
 void qmm_x86_gemm_bf16_otf_amx(const qmm_x86_bf16_otf *w, int64_t n, const float *x,
                                int64_t ldx, float *y, int64_t ldy, void *scratch, int n_threads) {
-    const int64_t n_pad = n_padded(n), x_tiles = n_pad / 16, x_blocks = (n_pad + 31) / 32;
-    const int64_t kc = w->k_pad / 32, kp = panel_steps(w), groups = (w->m_pad + 31) / 32;
+    const int64_t x_tiles = n_padded(n) / 16, kp = panel_steps(w), groups = (w->m_pad + 31) / 32;
     uint16_t *xv = scratch;
     float *xscale = (float *)((unsigned char *)scratch + xv_bytes(w, n));
     unsigned char *per_thread = (unsigned char *)xscale + xscale_bytes(n);
@@ -468,7 +600,7 @@ void qmm_x86_gemm_bf16_otf_amx(const qmm_x86_bf16_otf *w, int64_t n, const float
         unsigned char *mine = per_thread + (size_t)omp_get_thread_num() * tb;
         uint16_t *tmp = (uint16_t *)mine;
         uint16_t *wbuf = (uint16_t *)(mine + (16 * (size_t)w->k_pad * sizeof(uint16_t) + 63) / 64 * 64);
-        float *acc = (float *)((unsigned char *)wbuf + 32 * (size_t)kp * 32 * sizeof(uint16_t));
+        float *acc = (float *)((unsigned char *)wbuf + 2 * 32 * (size_t)kp * 32 * sizeof(uint16_t));
 #pragma omp for schedule(static)
         for (int64_t xt = 0; xt < x_tiles; xt++) convert_x_tile(w, x, ldx, n, xt, tmp, xv, xscale);
         /* (implicit barrier: every X tile is ready) */
@@ -476,20 +608,7 @@ void qmm_x86_gemm_bf16_otf_amx(const qmm_x86_bf16_otf *w, int64_t n, const float
         static const uint8_t rows[8] = {16, 16, 16, 16, 16, 16, 16, 16};
         qmm_amx_tiles_configure(colsb, rows);
 #pragma omp for schedule(dynamic, 1) nowait
-        for (int64_t g = 0; g < groups; g++) {
-            const int64_t i0 = 32 * g;
-            const int mt = w->m_pad - i0 >= 32 ? 2 : 1;
-            for (int64_t c0 = 0; c0 < kc; c0 += kp) {
-                const int64_t c1 = c0 + kp < kc ? c0 + kp : kc;
-                decode_group(w, i0, c0, c1, wbuf);
-                for (int64_t xb = 0; xb < x_blocks; xb++) {
-                    const int nt = x_tiles - 2 * xb >= 2 ? 2 : 1;
-                    group_block(w, wbuf, c1 - c0, xv, 2 * xb, nt, mt, c0, c1,
-                                acc + (size_t)xb * 1024, c0 == 0, c1 == kc, n, i0, xscale, y,
-                                ldy);
-                }
-            }
-        }
+        for (int64_t g = 0; g < groups; g++) run_group(w, 32 * g, xv, n, xscale, wbuf, acc, y, ldy);
         qmm_amx_tiles_release();
     }
 }

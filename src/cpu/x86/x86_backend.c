@@ -109,7 +109,11 @@ bool qmm_cpu_x86_fused_amx_f32_supports(const qmm_context *ctx, qmm_type type,
  *             --strategy fused --iters 9 --csv
  * the on-the-fly kernel was decode-bound at ~0.4 ms (q4_0), ~0.45 (q4_K), ~0.53 (q8_0) for
  * n = 1..16 against 0.38-0.42 ms packed: a tie for q4_0, 10-30% slower for q4_K/q8_0, far
- * slower for the types decoded through to_float (q6_K 5 ms). docs/KERNELS.md has the rows. */
+ * slower for the types decoded through to_float (q6_K 5 ms). docs/KERNELS.md has the rows.
+ * Re-measured on 2026-11-29 19:22 UTC after the L1-chunked, interleaved decode and the q6_K,
+ * f16, bf16 register decoders (load average ~1.2; both kernels in one process, interleaved
+ * call by call, median of 41, 2 threads): still 1.7-2.4x slower than packed at n = 1, 16, 64
+ * (q4_0 4608x1024 n = 1: 0.360 vs 0.193 ms; q6_K 0.450 vs 0.190), so 0 stays. */
 #ifndef QMM_X86_OTF_MAX_N /* -DQMM_X86_OTF_MAX_N=64 builds the variant to re-measure */
 #define QMM_X86_OTF_MAX_N 0
 #endif

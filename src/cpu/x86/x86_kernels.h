@@ -121,8 +121,8 @@ qmm_status qmm_x86_bf16_otf_row_scales(qmm_type type, int64_t m, int64_t k, cons
                                        size_t row_stride, int n_threads, float **out);
 
 /* Scratch bytes qmm_x86_gemm_bf16_otf_amx needs for n X rows on n_threads threads: the X
- * tiles (n_pad * k_pad bf16) and per thread 16 bf16 X rows, the 32-row W panel buffer (up to
- * 512 KiB) and 4 KiB of accumulators per 32 X rows. */
+ * tiles (n_pad * k_pad bf16) and per thread 16 bf16 X rows, two 32-row W chunk buffers (2 x
+ * 16 KiB) and 4 KiB of accumulators per 32 X rows. */
 size_t qmm_x86_gemm_bf16_otf_amx_scratch(const qmm_x86_bf16_otf *w, int64_t n, int n_threads);
 
 /*
