@@ -3,7 +3,8 @@
  * GGUF blocks per call) against the packed kernel (gemm_bf16_amx.c on the bf16 copy made by
  * pack_bf16.c): the outputs must be bit-identical for every type the kernel takes x m and k
  * tails (m = 1, 17, 48, 77; k = 1, 33, 32, 256, 288, 768, 8448 where the type allows; k_pad
- * > 8192 takes two k panels) x n = 1..17, 31..33, 64, 65, 129 x 1 and 2 threads, with Y
+ * > 256 spans several decode chunks, n > 32 several X blocks whose partial sums are stored
+ * between chunks) x n = 1..17, 31..33, 64, 65, 129 x 1 and 2 threads, with Y
  * padding that must keep its poison; the row scales equal the packer's; bf16 rows of
  * magnitude 2^-100 and 2^50 and one with values that are subnormal after scaling (the exact
  * fallback), X rows of 2^-60 and 2^60. Then through the public API with
