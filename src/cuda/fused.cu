@@ -147,9 +147,10 @@ __device__ __forceinline__ void fused_issue(int64_t s, float *sx, uint8_t *sraw,
         float *dst = dx + tok * kXPad + 4 * part;
         const int64_t left = t < n ? k - e : 0; /* valid elements from e on */
         const float *src = x + (t < n ? t : 0) * ldx + (left > 0 ? e : 0);
-        if (xvec) {
-            cp_async16(dst, src, left >= 4 ? 16 : left > 0 ? (int)left * 4 : 0);
-        } else {
+        if (xvec && left >= 4) {
+            cp_async16(dst, src, 16);
+        } else { /* partial or empty quads too: a 16-byte copy with src-size < 16 would still
+                  * name bytes past the end of X (compute-sanitizer reports it) */
 #pragma unroll
             for (int j = 0; j < 4; j++) cp_async4(dst + j, left > j ? src + j : src, left > j ? 4 : 0);
         }
