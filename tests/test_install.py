@@ -17,19 +17,19 @@ int main(void) {
     unsigned char q[M * 2 * 18];
     for (int i = 0; i < M * K; i++) w[i] = (float)((i * 37) % 17) - 8.0f;
     for (int i = 0; i < N * K; i++) x[i] = (float)((i * 11) % 7) - 3.0f;
-    qmm_context *ctx; qmm_weights *wt; qmm_diff d;
+    qmm_context *ctx; qmm_weights *wt; qmm_diff d; qmm_path path;
     if (qmm_quantize_rows(QMM_TYPE_Q4_0, w, q, M, K) || qmm_context_create(NULL, &ctx) ||
         qmm_weights_create(ctx, QMM_TYPE_Q4_0, M, K, q, 2 * 18, &wt) ||
-        qmm_matmul(ctx, wt, N, x, K, y, M) ||
+        qmm_matmul(ctx, wt, N, x, K, y, M) || qmm_matmul_path(ctx, wt, N, &path) ||
         qmm_matmul_ref(QMM_TYPE_Q4_0, M, K, q, 2 * 18, N, x, K, r, M) ||
         qmm_compare(N, M, y, M, r, M, &d)) {
         fprintf(stderr, "error: %s\n", qmm_last_error());
         return 1;
     }
-    printf("nmse %g\n", d.nmse);
+    printf("%s: nmse %g (limit %g)\n", path.kernel, d.nmse, path.max_nmse);
     qmm_weights_free(wt);
     qmm_context_free(ctx);
-    return qmm_diff_ok(&d, 1e-5, 1e-2) ? 0 : 1;
+    return qmm_diff_ok(&d, path.max_nmse, path.max_rel_err) ? 0 : 1;
 }
 """
 

@@ -194,14 +194,46 @@ static int64_t auto_gemv_max_n(const qmm_context *ctx, qmm_type type) {
     }
 }
 
+/*
+ * auto at the amx level, decode sizes: the int8 strategy (X quantized per 32-block, exact
+ * integer dots on VNNI / AMX; precision class INT8, docs/KERNELS.md) for n in
+ * [auto_int8_min_n, auto_int8_max_n], where it beat both gemv and fused on 2026-11-29 19:42 UTC
+ * on this project's 2-core VM (quiet: load < 1.1, 2 threads), every row verified:
+ *   qmm bench --shape 4608x1024,1024x4608 --n 1,2,4,8,16 --strategy gemv,int8,fused --iters 9
+ *             --types q4_0,q4_1,q5_0,q5_1,q8_0,q2_K,q3_K,q4_K,q5_K,q6_K --csv
+ * ms at 4608x1024 (gemv / int8 / fused): q4_0 n=1 0.183/0.162/0.392, n=8 0.565/0.275/0.419,
+ * n=16 1.138/0.280/0.404; q4_K n=16 1.059/0.324/0.385; q6_K n=8 0.901/0.333/0.398, n=16
+ * 1.872/0.616/0.400; q8_0 n=1 0.300/0.264 but 0.225/0.271 at 1024x4608 and 2.87/3.77 at
+ * 14336x4096 (gemv stays at n = 1), n=2 0.381/0.275. q4_0, q8_0 and q4_K have AMX int8
+ * tiles (int8 wins through n = 16); the other types run the VNNI gemv in 8-row chunks,
+ * which loses to fused from n = 16. docs/PERF.md has every row.
+ */
+static int64_t auto_int8_max_n(const qmm_context *ctx, qmm_type type) {
+    if (((const qmm_cpu_state *)ctx->backend)->isa < QMM_CPU_ISA_AMX) return 0;
+    switch (type) {
+    case QMM_TYPE_Q4_0: case QMM_TYPE_Q8_0: case QMM_TYPE_Q4_K: return 16;
+    case QMM_TYPE_Q4_1: case QMM_TYPE_Q5_0: case QMM_TYPE_Q5_1: case QMM_TYPE_Q2_K:
+    case QMM_TYPE_Q3_K: case QMM_TYPE_Q5_K: case QMM_TYPE_Q6_K: return 8;
+    default: return 0;
+    }
+}
+
+static int64_t auto_int8_min_n(qmm_type type) { return type == QMM_TYPE_Q8_0 ? 2 : 1; }
+
 static qmm_status cpu_resolve(const qmm_context *ctx, const qmm_weights *w, int64_t n,
                               qmm_strategy requested, qmm_strategy *out) {
     qmm_strategy s = requested;
     /* Batch-invariant: one path for every n (the ISA paths of gemv and fused differ). */
     const bool one_path = (ctx->params.flags & QMM_FLAG_BATCH_INVARIANT) != 0;
-    if (s == QMM_STRATEGY_AUTO)
-        s = n <= auto_gemv_max_n(ctx, w->type) && !one_path ? QMM_STRATEGY_GEMV
-                                                               : QMM_STRATEGY_FUSED;
+    if (s == QMM_STRATEGY_AUTO) {
+        const char *why_not;
+        if (!one_path && n >= auto_int8_min_n(w->type) && n <= auto_int8_max_n(ctx, w->type) &&
+            find_impl(ctx, w->type, QMM_STRATEGY_INT8, &why_not) != NULL)
+            s = QMM_STRATEGY_INT8;
+        else
+            s = n <= auto_gemv_max_n(ctx, w->type) && !one_path ? QMM_STRATEGY_GEMV
+                                                                 : QMM_STRATEGY_FUSED;
+    }
     const char *why;
     if (find_impl(ctx, w->type, s, &why) == NULL)
         return qmm_error(QMM_ERR_UNSUPPORTED, "strategy %s is not available for %s weights on "

@@ -71,6 +71,7 @@ typedef struct bench_opts {
     fill_kind fill;
     const char *json_path;
     bool csv, verify;
+    bool batch_invariant; /* --batch-invariant: QMM_FLAG_BATCH_INVARIANT on the context */
 } bench_opts;
 
 static void usage(FILE *f) {
@@ -107,6 +108,8 @@ static void usage(FILE *f) {
         "                     scales of random sign\n"
         "  --seed N           random seed (default %d)\n"
         "  --verify, --no-verify   compare with the reference (default on)\n"
+        "  --batch-invariant  run with QMM_FLAG_BATCH_INVARIANT (row j of Y depends only on\n"
+        "                     row j of X, bit for bit, for every n)\n"
         "\n"
         "output:\n"
         "  --json FILE        also write the header and rows as JSON\n"
@@ -190,7 +193,7 @@ static bool parse_shapes(const char *s, bench_opts *o) {
 enum {
     OPT_PRESET = 256, OPT_MODEL, OPT_SHAPE, OPT_WHOLE, OPT_TYPES, OPT_N, OPT_ITERS, OPT_WARMUP,
     OPT_THREADS, OPT_STRATEGY, OPT_BACKEND, OPT_FILL, OPT_SEED, OPT_JSON, OPT_CSV, OPT_VERIFY,
-    OPT_NO_VERIFY
+    OPT_NO_VERIFY, OPT_BATCH_INVARIANT
 };
 
 /* 0 = run, 1 = --help printed, 2 = usage error (message printed). */
@@ -213,6 +216,7 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
         {"csv", no_argument, NULL, OPT_CSV},
         {"verify", no_argument, NULL, OPT_VERIFY},
         {"no-verify", no_argument, NULL, OPT_NO_VERIFY},
+        {"batch-invariant", no_argument, NULL, OPT_BATCH_INVARIANT},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -317,6 +321,7 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
         case OPT_CSV: o->csv = true; break;
         case OPT_VERIFY: o->verify = true; break;
         case OPT_NO_VERIFY: o->verify = false; break;
+        case OPT_BATCH_INVARIANT: o->batch_invariant = true; break;
         case 'h': usage(stdout); return 1;
         case ':':
             fprintf(stderr, "qmm bench: option '%s' needs a value\n", argv[optind - 1]);
@@ -936,6 +941,7 @@ int qmm_cmd_bench(int argc, char **argv) {
     qmm_context_params p = qmm_context_default_params();
     p.backend = o.backend;
     p.n_threads = (int)o.threads;
+    if (o.batch_invariant) p.flags |= QMM_FLAG_BATCH_INVARIANT;
     qmm_status st = qmm_context_create(&p, &r.ctx);
     if (st != QMM_OK) {
         fprintf(stderr, "qmm bench: cannot create a %s context: %s: %s\n",
