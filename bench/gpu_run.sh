@@ -7,7 +7,8 @@
 # pkgconf, as Debian 12 .deb files) and the gguf Python package travel in .deps/ (ignored by
 # git; see docs/CUDA.md for how to fill it) and are unpacked under /tmp/deps, not into /.
 # Usage: bash bench/gpu_run.sh [PHASE...]   PHASE: ctest test_cuda memcheck racecheck synccheck
-#        bench bench_quick plant (default: ctest memcheck racecheck synccheck bench). The build
+#        bench bench_quick plant cuda_tests (default: ctest memcheck racecheck synccheck bench).
+#        cuda_tests: only the GPU tests of the suite. QMM_BENCH=0 skips `qmm bench` in bench. The build
 #        always runs. Phases share one 10-minute device call: pick what fits.
 #        CUDA_BENCH_ARGS: arguments for bench/cuda_bench (e.g. "--types q4_0 --ns 1,512");
 #        plant: tests/plant/cuda_plant.sh (planted defects must be caught by test_cuda_cases).
@@ -50,6 +51,11 @@ if want ctest; then
   echo "== test_cuda lines"
   grep -E "^\[ +(OK|FAILED|PASSED|SKIPPED) +\]|checked runs|error:|nmse" "$OUT/ctest.log" | head -40
 fi
+if want cuda_tests; then
+  echo "== ctest: the GPU tests only (test_cuda, test_cuda_cases, test_candidate_cli)"
+  (cd "$BUILD" && timeout 300 ctest --output-on-failure -R 'cuda|candidate' --timeout 280) > "$OUT/ctest_cuda.log" 2>&1
+  echo "ctest (cuda) rc=$?"; grep -E "tests passed|Test +#|\*\*\*|ERROR" "$OUT/ctest_cuda.log" | head -20
+fi
 if want test_cuda; then
   echo "== test_cuda (full)"
   timeout 300 "$BUILD/tests/test_cuda" > "$OUT/test_cuda.log" 2>&1
@@ -66,7 +72,7 @@ done
 
 if want bench || want bench_quick; then
   echo "== bench"
-  if [ -x "$BUILD/tools/qmm/qmm" ]; then
+  if [ -x "$BUILD/tools/qmm/qmm" ] && [ "${QMM_BENCH:-1}" != 0 ]; then
     timeout 90 "$BUILD/tools/qmm/qmm" bench --backend cuda --json "$OUT/qmm_bench_cuda.json" \
       > "$OUT/qmm_bench_cuda.log" 2>&1
     echo "qmm bench --backend cuda rc=$?"; cat "$OUT/qmm_bench_cuda.log"
