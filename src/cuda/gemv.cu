@@ -24,10 +24,13 @@
  * units), so a chunk holds whole units and the lanes walk the same units in the same order as
  * without chunks. Warps whose rows are all past m still stage X and meet every barrier; they
  * skip only the arithmetic and the stores.
- * Bank conflicts: a warp's 32 lanes read one float each per step, at 32 different units; the
- * position of element e of the chunk is e with its bits 0..4 XORed with higher bits of e
- * (gemv_swizzle<T>, a permutation inside each 32-float line), chosen per unit layout so the
- * 32 lanes of a step hit 32 different banks.
+ * Layout of a staged chunk (gemv_pos<T>): unit-major. The 32 units of a warp step are stored
+ * as U rows of 32 floats (U = elements per unit), row c holding the c-th element each unit's
+ * decoder yields, lane l's unit in column l. A lane's X address is then fixed per unit and the
+ * c-th product reads it at a constant offset 32c (no per-element address arithmetic: the
+ * third version's XOR swizzle cost ~8 integer instructions per element in PTX, while the
+ * kernel is bound by instruction issue, not by W bandwidth), and a warp read is 32
+ * consecutive floats (no bank conflicts). The layout moves no product: the order is unchanged.
  *
  * Rows per warp (RW): 1 at n = 1 (8 rows per block, m = 4608 gives 576 blocks); 2 for the
  * quantized types at n >= 2 (16 rows per block), so each X value read from shared memory
@@ -57,26 +60,43 @@ template <int T, int NT> struct gemv_rows_per_warp {
     static constexpr int v = (NT >= 2 && qmm_cuda_qk<T>::v > 1) ? 2 : 1;
 };
 
-/* Shared-memory position of element e (0 <= e < kChunk) of a staged chunk: bits 0..4 of e
- * XORed with the bits of e that tell the 32 units of a step apart (unit layouts: dequant.cuh,
- * qmm_cuda_part). Float types: unit = 4 elements, lanes in bits 2..6. Legacy 4-bit blocks:
- * lane = 4*block + i, element 32*block + 4i + 16*half + j. q8_0: element 32*block + 8i + j.
- * q2_K/q3_K/q6_K: lane = 16*sb + 8h + c, element 256sb + 128h + 32p + 4c + j. q4_K/q5_K:
- * lane = 8*sb + 2c + half, element 256sb + 64c + 32s + 16half + j. */
-template <int T> __device__ __forceinline__ int gemv_swizzle(int e) {
+/* Elements of one unit of qmm_cuda_part<T> (dequant.cuh): 32 units (one warp step) cover
+ * 32 * gemv_unit_elems<T> consecutive elements of a row. */
+template <int T> struct gemv_unit_elems {
+    static constexpr int v = qmm_cuda_qk<T>::v == 1                                  ? 4
+                             : (T == QMM_TYPE_Q4_K || T == QMM_TYPE_Q5_K)           ? 32
+                             : (T == QMM_TYPE_Q2_K || T == QMM_TYPE_Q3_K || T == QMM_TYPE_Q6_K) ? 16
+                                                                                     : 8;
+};
+
+/* Shared-memory position of element e (0 <= e < kChunk) of a staged chunk, unit-major: the
+ * 32 * U elements of one warp step (U = gemv_unit_elems<T>) are stored as U rows of 32 floats,
+ * row c holding the c-th element (in decoder call order) of the step's 32 units, lane l's unit
+ * at column l. Lane l then reads the c-th element of its unit at step_base + 32c + l: a
+ * constant offset per call (no address arithmetic per element) and 32 consecutive floats per
+ * warp read (no bank conflicts). lane(e) and c(e) per unit layout (dequant.cuh, qmm_cuda_part;
+ * the decoders call f in the order given): float types: unit = 4 consecutive elements, c = j.
+ * Legacy 4-bit blocks: lane = 4*block + i, element 32*block + 16*half + 4i + j, c = 4*half + j.
+ * q8_0: element 32*block + 8i + j, c = j. q2_K/q3_K/q6_K: lane = 16*sb + 8h + c4, element
+ * 256sb + 128h + 32p + 4c4 + j, c = 4p + j. q4_K/q5_K: lane = 8*sb + 2c2 + half, element
+ * 256sb + 64c2 + 32s + 16half + j, c = 16s + j. */
+template <int T> __device__ __forceinline__ int gemv_pos(int e) {
+    constexpr int U = gemv_unit_elems<T>::v;
+    int lane, c;
     switch (T) {
     case QMM_TYPE_F32:
     case QMM_TYPE_F16:
-    case QMM_TYPE_BF16: return e ^ ((e >> 5) & 3);
+    case QMM_TYPE_BF16: lane = e >> 2; c = e & 3; break;
     case QMM_TYPE_Q4_0:
     case QMM_TYPE_Q4_1:
     case QMM_TYPE_Q5_0:
-    case QMM_TYPE_Q5_1: return e ^ ((e >> 5) & 3) ^ ((e >> 3) & 16);
-    case QMM_TYPE_Q8_0: return e ^ ((e >> 5) & 7);
+    case QMM_TYPE_Q5_1: lane = 4 * (e >> 5) + ((e >> 2) & 3); c = 4 * ((e >> 4) & 1) + (e & 3); break;
+    case QMM_TYPE_Q8_0: lane = 4 * (e >> 5) + ((e >> 3) & 3); c = e & 7; break;
     case QMM_TYPE_Q4_K:
-    case QMM_TYPE_Q5_K: return e ^ ((e >> 6) & 15);
-    default: return e ^ ((e >> 7) & 3); /* q2_K, q3_K, q6_K */
+    case QMM_TYPE_Q5_K: lane = 8 * (e >> 8) + 2 * ((e >> 6) & 3) + ((e >> 4) & 1); c = 16 * ((e >> 5) & 1) + (e & 15); break;
+    default: /* q2_K, q3_K, q6_K */ lane = 16 * (e >> 8) + 8 * ((e >> 7) & 1) + ((e >> 2) & 7); c = 4 * ((e >> 5) & 3) + (e & 3); break;
     }
+    return (e & ~(32 * U - 1)) | (32 * c + (lane & 31));
 }
 
 /* Elements e..e+3 of one token's X row: one 16-byte load when vec, else 4-byte loads of the
@@ -89,14 +109,16 @@ __device__ __forceinline__ float4 gemv_load_x(const float *__restrict__ p, bool 
     return make_float4(v[0], v[1], v[2], v[3]);
 }
 
-/* Unit u of the warp's RW rows times the staged X (xs: NT tokens of CH elements from c0). */
+/* Unit u of the warp's RW rows times the staged X: xu points at the unit's column of its
+ * step (chunk layout: gemv_pos), so the c-th decoded element meets xu[32c + t*CH] for token t. */
 template <int T, int NT, int RW, int CH>
-__device__ __forceinline__ void gemv_unit(const uint8_t *const (&rows)[RW], int64_t u, int64_t k, int64_t c0,
-                                          const float *xs, float (&acc)[RW][NT]) {
+__device__ __forceinline__ void gemv_unit(const uint8_t *const (&rows)[RW], int64_t u, int64_t k,
+                                          const float *xu, float (&acc)[RW][NT]) {
     static_assert(RW == 1 || RW == 2, "one or two rows per warp");
+    int c = 0; /* decoder call index: a constant at each call (the decoders are unrolled) */
     if constexpr (RW == 1) {
-        qmm_cuda_part<T>::decode(rows[0], u, k, [&](int64_t e, float w0) {
-            const float *xe = xs + gemv_swizzle<T>((int)(e - c0));
+        qmm_cuda_part<T>::decode(rows[0], u, k, [&](int64_t, float w0) {
+            const float *xe = xu + 32 * c++;
             const float wv[1] = {w0};
 #pragma unroll
             for (int t = 0; t < NT; t++) {
@@ -109,11 +131,10 @@ __device__ __forceinline__ void gemv_unit(const uint8_t *const (&rows)[RW], int6
         /* the second row's unit first (at most 32 elements, q4_K/q5_K), in registers: the
          * decoder is fully unrolled for the quantized types, so c is a constant at each call */
         float w1[32];
-        int c = 0;
         qmm_cuda_part<T>::decode(rows[1], u, k, [&](int64_t, float wv) { w1[c++] = wv; });
         c = 0;
-        qmm_cuda_part<T>::decode(rows[0], u, k, [&](int64_t e, float w0) {
-            const float *xe = xs + gemv_swizzle<T>((int)(e - c0));
+        qmm_cuda_part<T>::decode(rows[0], u, k, [&](int64_t, float w0) {
+            const float *xe = xu + 32 * c;
             const float wv[2] = {w0, w1[c++]};
 #pragma unroll
             for (int t = 0; t < NT; t++) {
@@ -161,18 +182,22 @@ gemv_kernel(const uint8_t *__restrict__ w, size_t row_bytes, int64_t m, int64_t 
                 const int64_t tok = t0 + t < n ? t0 + t : n - 1;
                 const float4 v = gemv_load_x(x + tok * ldx, vec, c0 + e, k);
                 float *dst = xs + t * CH;
-                dst[gemv_swizzle<T>(e)] = v.x;
-                dst[gemv_swizzle<T>(e + 1)] = v.y;
-                dst[gemv_swizzle<T>(e + 2)] = v.z;
-                dst[gemv_swizzle<T>(e + 3)] = v.w;
+                dst[gemv_pos<T>(e)] = v.x;
+                dst[gemv_pos<T>(e + 1)] = v.y;
+                dst[gemv_pos<T>(e + 2)] = v.z;
+                dst[gemv_pos<T>(e + 3)] = v.w;
             }
             __syncthreads(); /* the chunk is staged */
             if (!live) continue;
             const int64_t u0 = qmm_cuda_part<T>::units(c0), u1 = qmm_cuda_part<T>::units(c0 + kc);
-            constexpr int kUnroll = qmm_cuda_qk<T>::v > 1 ? 2 : 1; /* float types: 1 (no spills) */
+            /* float types, and q4_K/q5_K (32-element units) at NT >= 4: 1 (no spills) */
+            constexpr int kUnroll = qmm_cuda_qk<T>::v > 1 && !(gemv_unit_elems<T>::v == 32 && NT >= 4) ? 2 : 1;
+            /* u0 is a multiple of 32 (c0 is a multiple of 1024), so lane l takes u = u0 + l + 32j,
+             * whose elements sit in column l of the chunk's step j */
+            const float *xu = xs + lane;
 #pragma unroll kUnroll
-            for (int64_t u = u0 + ((lane - u0) & 31); u < u1; u += 32)
-                gemv_unit<T, NT, RW, CH>(rows, u, k, c0, xs, acc);
+            for (int64_t u = u0 + lane; u < u1; u += 32, xu += 32 * gemv_unit_elems<T>::v)
+                gemv_unit<T, NT, RW, CH>(rows, u, k, xu, acc);
         }
         if (!live) continue;
 #pragma unroll
