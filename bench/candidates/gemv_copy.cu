@@ -13,8 +13,10 @@
  * token t. Tokens: groups of NT = 1, 2, 4 or 8 (the smallest >= n, at most 8), blockIdx.y
  * strides over the groups; slots past n repeat the last token (computed, not stored).
  * X is staged in shared memory by chunks of 1024 elements per token (production's chunks may
- * be longer and its warps may take two rows: neither changes a row's order), at the same
- * swizzled positions as production so the reads are free of bank conflicts.
+ * be longer and its warps may take two rows: neither changes a row's order). Positions: the
+ * XOR swizzle below (production's layout until commit 8e5e424; production now stores chunks
+ * unit-major, gemv_pos in gemv.cu). Where an X value sits in shared memory moves no product,
+ * so the results stay bit-identical; timing this copy against production compares layouts.
  *
  * Geometry: one warp per row, so rows_per_block = threads_per_block / 32.
  */
@@ -24,7 +26,8 @@ extern "C" __device__ const int qmm_candidate_geometry[][2] = {{8, 256}, {4, 128
 
 constexpr int kChunk = 1024; /* elements of X per token per staging: a multiple of 32 units */
 
-/* Production's gemv_swizzle<T>: bits 0..4 of the chunk offset XORed with the lane bits. */
+/* Bits 0..4 of the chunk offset XORed with the bits that tell a step's 32 units apart, so the
+ * 32 lanes of a step read 32 different banks (production's layout before gemv_pos). */
 template <int T> __device__ __forceinline__ int swizzle(int e) {
     switch (T) {
     case QMM_TYPE_F32:

@@ -28,7 +28,7 @@
  * as U rows of 32 floats (U = elements per unit), row c holding the c-th element each unit's
  * decoder yields, lane l's unit in column l. A lane's X address is then fixed per unit and the
  * c-th product reads it at a constant offset 32c (no per-element address arithmetic: the
- * third version's XOR swizzle cost ~8 integer instructions per element in PTX, while the
+ * fourth version's XOR swizzle cost ~8 integer instructions per element in PTX, while the
  * kernel is bound by instruction issue, not by W bandwidth), and a warp read is 32
  * consecutive floats (no bank conflicts). The layout moves no product: the order is unchanged.
  *
