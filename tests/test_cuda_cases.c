@@ -1151,6 +1151,30 @@ static void test_H_fp8_padding_stale_workspace(void **state) {
     skips_report("test_H_fp8_padding_stale_workspace");
 }
 
+/* M: a timing must wait for the device. qmm_timer_begin / qmm_timer_end (what `qmm bench`
+ * times with) around a kernel of known duration (qmm_cuda_delayed_copy spins on the device
+ * clock) on the context's stream must report at least that duration: a timer that forgets to
+ * synchronize (an end event on another stream, a host clock) reports ~0. */
+static void test_M_timer_waits_for_device(void **state) {
+    (void)state;
+    float *a = NULL, *b = NULL;
+    QMM_OK_(qmm_buffer_alloc(g_ctx, 1024 * sizeof(float), (void **)&a));
+    QMM_OK_(qmm_buffer_alloc(g_ctx, 1024 * sizeof(float), (void **)&b));
+    static const double ms_known[] = {5.0, 20.0, 50.0};
+    for (size_t i = 0; i < sizeof ms_known / sizeof ms_known[0]; i++) {
+        double ms = -1.0;
+        QMM_OK_(qmm_timer_begin(g_ctx));
+        CUDA_OK(qmm_cuda_delayed_copy(b, a, 1024, (uint64_t)(ms_known[i] * 1e6), ctx_stream(g_ctx)));
+        QMM_OK_(qmm_timer_end(g_ctx, &ms));
+        printf("test_M_timer_waits_for_device: kernel of %.0f ms timed as %.3f ms\n", ms_known[i], ms);
+        if (!(ms >= 0.95 * ms_known[i] && ms < ms_known[i] + 500.0))
+            fail_msg("M: a %.0f ms kernel on the context's stream was timed as %.3f ms by "
+                     "qmm_timer_begin/qmm_timer_end", ms_known[i], ms);
+    }
+    qmm_buffer_free(g_ctx, a);
+    qmm_buffer_free(g_ctx, b);
+}
+
 int main(void) {
     if (!qmm_backend_available(QMM_BACKEND_CUDA)) {
         printf("test_cuda_cases: skipped: no usable CUDA device (qmm_backend_available(QMM_BACKEND_CUDA) "
@@ -1191,6 +1215,7 @@ int main(void) {
         cmocka_unit_test(test_F_token_grid_over_65535),
         cmocka_unit_test(test_G_row0_across_n),
         cmocka_unit_test(test_H_fp8_padding_stale_workspace),
+        cmocka_unit_test(test_M_timer_waits_for_device),
     };
     const int rc = cmocka_run_group_tests(tests, NULL, NULL);
     qmm_context_free(g_ctx_inv);
