@@ -1175,6 +1175,57 @@ static void test_M_timer_waits_for_device(void **state) {
     qmm_buffer_free(g_ctx, b);
 }
 
+/* I on the GPU, activation side of the f16 paths: the CUDA conversion of X to f16
+ * (qmm_cuda_x_to_f16, used by cached_f16) and the CPU's (qmm_quantize_rows to f16, ties to
+ * even, docs/FORMATS.md) give the same bits on values exactly half-way between two f16
+ * values (normal and subnormal range, both signs), on the overflow boundary (65519.996 ->
+ * 65504, 65520 -> Inf) and on ordinary values. */
+static void test_I_f16_conversion_ties(void **state) {
+    (void)state;
+    enum { K = 4096 };
+    float *x = malloc(K * sizeof(float));
+    uint16_t *cpu = malloc(K * sizeof(uint16_t)), *gpu = malloc(K * sizeof(uint16_t));
+    assert_true(x && cpu && gpu);
+    tu_rng r = tu_rng_make(4242);
+    int64_t ties = 0;
+    for (int e = 0; e < K; e++) {
+        const int kind = e % 4;
+        if (kind == 0 || kind == 1) { /* normal: f16 mantissa m (10 bits) plus half an ulp */
+            const int ex = (int)(tu_rng_u64(&r) % 30) - 14; /* 2^-14 .. 2^15 */
+            const float m = (float)(1024 + (int)(tu_rng_u64(&r) % 1024));
+            x[e] = ldexpf(m + 0.5f, ex - 10);
+            ties++;
+        } else if (kind == 2) { /* subnormal f16: multiples of 2^-24 plus half */
+            x[e] = ldexpf((float)(tu_rng_u64(&r) % 1024) + 0.5f, -24);
+            ties++;
+        } else {
+            x[e] = tu_rng_uniform(&r, -70000.0f, 70000.0f);
+        }
+        if (tu_rng_u64(&r) % 2) x[e] = -x[e];
+    }
+    x[3] = 65519.996f;
+    x[7] = -65520.0f;
+    x[11] = 0x1p-25f; /* the smallest tie: to even (0) */
+    QMM_OK_(qmm_quantize_rows(QMM_TYPE_F16, x, cpu, 1, K));
+    float *dx = NULL;
+    uint16_t *dh = NULL;
+    QMM_OK_(qmm_buffer_alloc(g_ctx, K * sizeof(float), (void **)&dx));
+    QMM_OK_(qmm_buffer_alloc(g_ctx, K * sizeof(uint16_t), (void **)&dh));
+    QMM_OK_(qmm_buffer_upload(g_ctx, dx, x, K * sizeof(float)));
+    CUDA_OK(qmm_cuda_x_to_f16(dx, 1, K, K, dh, ctx_stream(g_ctx)));
+    QMM_OK_(qmm_buffer_download(g_ctx, gpu, dh, K * sizeof(uint16_t)));
+    for (int e = 0; e < K; e++)
+        if (cpu[e] != gpu[e])
+            fail_msg("I (f16 ties): x = %a: GPU f16 0x%04x, CPU f16 0x%04x", (double)x[e], gpu[e], cpu[e]);
+    printf("test_I_f16_conversion_ties: %lld exact ties and %d other values, GPU = CPU\n", (long long)ties,
+           K - (int)ties);
+    qmm_buffer_free(g_ctx, dx);
+    qmm_buffer_free(g_ctx, dh);
+    free(x);
+    free(cpu);
+    free(gpu);
+}
+
 int main(void) {
     if (!qmm_backend_available(QMM_BACKEND_CUDA)) {
         printf("test_cuda_cases: skipped: no usable CUDA device (qmm_backend_available(QMM_BACKEND_CUDA) "
@@ -1215,6 +1266,7 @@ int main(void) {
         cmocka_unit_test(test_F_token_grid_over_65535),
         cmocka_unit_test(test_G_row0_across_n),
         cmocka_unit_test(test_H_fp8_padding_stale_workspace),
+        cmocka_unit_test(test_I_f16_conversion_ties),
         cmocka_unit_test(test_M_timer_waits_for_device),
     };
     const int rc = cmocka_run_group_tests(tests, NULL, NULL);
