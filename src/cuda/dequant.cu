@@ -2,7 +2,14 @@
  * dequant.cu — element-wise kernels: W dequantized to f32 (bit-identical to the CPU),
  * f32 -> f16 conversions with an overflow flag, and the test aid qmm_cuda_delayed_copy.
  * All are grid-stride loops over 64-bit indices (any m*k), launched on the given stream.
+ * The f16 conversions (x_to_f16 per call on the cached_f16 path, f32_to_f16 at weight
+ * creation) move quads of 4 elements per thread: one 16-byte load and one 8-byte store when
+ * the pointers allow it, else 4 scalar accesses; x_to_f16 indexes rows by blockIdx.y, so no
+ * element needs a 64-bit division. Every element is rounded alone by f16_bits (RNE), so the
+ * result does not depend on the path.
  */
+#include <stdint.h>
+
 #include <cuda_fp16.h>
 
 #include "cuda/cuda_internal.h"
@@ -38,24 +45,66 @@ template <int T> struct DequantizeLaunch {
     }
 };
 
-__global__ void f32_to_f16_kernel(const float *src, int64_t count, uint16_t *dst, int *flag) {
-    bool bad = false;
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < count;
-         i += (int64_t)gridDim.x * blockDim.x) {
-        const float v = src[i];
-        const uint16_t h = __half_as_ushort(__float2half_rn(v));
-        bad |= !isfinite(v) || (h & 0x7FFFu) == 0x7C00u;
-        if (dst != NULL) dst[i] = h;
+/* f16 bits of v, round to nearest even (__float2half_rn): |v| >= 65520 becomes +-Inf, NaN stays
+ * NaN (the f16 paths document this; they never saturate to +-65504). */
+__device__ __forceinline__ uint16_t f16_bits(float v) { return __half_as_ushort(__float2half_rn(v)); }
+
+/* Elements [e, e + 4) of src (those below `count`) to f16 into dst; VEC: all four exist, src + e
+ * is 16-byte aligned and dst + e 8-byte aligned. Returns whether one of them is non-finite or
+ * rounds to +-Inf (|v| >= 65520). dst may be NULL (check only). */
+template <bool VEC>
+__device__ __forceinline__ bool quad_to_f16(const float *src, int64_t e, int64_t count, uint16_t *dst) {
+    float v[4];
+    if (VEC) {
+        const float4 f = *reinterpret_cast<const float4 *>(src + e);
+        v[0] = f.x, v[1] = f.y, v[2] = f.z, v[3] = f.w;
+    } else {
+#pragma unroll
+        for (int j = 0; j < 4; j++) v[j] = e + j < count ? src[e + j] : 0.0f;
     }
+    uint16_t h[4];
+    bool bad = false;
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+        h[j] = f16_bits(v[j]);
+        bad |= !isfinite(v[j]) || (h[j] & 0x7FFFu) == 0x7C00u;
+    }
+    if (dst != NULL) {
+        if (VEC) {
+            *reinterpret_cast<ushort4 *>(dst + e) = make_ushort4(h[0], h[1], h[2], h[3]);
+        } else {
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+                if (e + j < count) dst[e + j] = h[j];
+        }
+    }
+    return bad;
+}
+
+/* One quad per thread over count elements (grid-stride); VEC: src 16-byte and dst 8-byte
+ * aligned, so every full quad takes the vector path; a last partial quad is scalar. */
+template <bool VEC>
+__global__ void __launch_bounds__(kThreads)
+f32_to_f16_kernel(const float *src, int64_t count, uint16_t *dst, int *flag) {
+    bool bad = false;
+    for (int64_t e = 4 * ((int64_t)blockIdx.x * blockDim.x + threadIdx.x); e < count;
+         e += 4 * (int64_t)gridDim.x * blockDim.x)
+        bad |= VEC && e + 4 <= count ? quad_to_f16<true>(src, e, count, dst) : quad_to_f16<false>(src, e, count, dst);
     if (bad) atomicOr(flag, 1);
 }
 
-__global__ void x_to_f16_kernel(const float *x, int64_t n, int64_t k, int64_t ldx, uint16_t *dst) {
-    const int64_t total = n * k;
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
-         i += (int64_t)gridDim.x * blockDim.x) {
-        const int64_t t = i / k, e = i % k;
-        dst[i] = __half_as_ushort(__float2half_rn(x[t * ldx + e]));
+/* Row t of X (blockIdx.y, striding by gridDim.y) to f16: one quad per thread along the row
+ * (blockIdx.x, grid-stride). VEC: every row start of x is 16-byte aligned (x aligned, ldx % 4
+ * == 0), k % 4 == 0 and dst 8-byte aligned; else 4 scalar accesses per quad (any k, ldx). */
+template <bool VEC>
+__global__ void __launch_bounds__(kThreads)
+x_to_f16_kernel(const float *x, int64_t n, int64_t k, int64_t ldx, uint16_t *dst) {
+    for (int64_t t = blockIdx.y; t < n; t += gridDim.y) {
+        const float *xr = x + t * ldx;
+        uint16_t *dr = dst + t * k;
+        for (int64_t e = 4 * ((int64_t)blockIdx.x * blockDim.x + threadIdx.x); e < k;
+             e += 4 * (int64_t)gridDim.x * blockDim.x)
+            (void)quad_to_f16<VEC>(xr, e, k, dr);
     }
 }
 
@@ -83,13 +132,23 @@ extern "C" cudaError_t qmm_cuda_dequantize(int type, const void *src, size_t row
 
 extern "C" cudaError_t qmm_cuda_f32_to_f16(const float *src, int64_t count, uint16_t *dst, int *flag,
                                            cudaStream_t stream) {
-    f32_to_f16_kernel<<<(unsigned)blocks_for(count), kThreads, 0, stream>>>(src, count, dst, flag);
+    const unsigned blocks = (unsigned)blocks_for((count + 3) / 4);
+    if ((uintptr_t)src % 16 == 0 && (uintptr_t)dst % 8 == 0)
+        f32_to_f16_kernel<true><<<blocks, kThreads, 0, stream>>>(src, count, dst, flag);
+    else
+        f32_to_f16_kernel<false><<<blocks, kThreads, 0, stream>>>(src, count, dst, flag);
     return cudaGetLastError();
 }
 
 extern "C" cudaError_t qmm_cuda_x_to_f16(const float *x, int64_t n, int64_t k, int64_t ldx,
                                          uint16_t *dst, cudaStream_t stream) {
-    x_to_f16_kernel<<<(unsigned)blocks_for(n * k), kThreads, 0, stream>>>(x, n, k, ldx, dst);
+    if (n <= 0 || k <= 0) return cudaGetLastError();
+    /* x: quads along a row, rows over y (at most 65535: the kernel strides over the rest) */
+    const dim3 grid((unsigned)blocks_for((k + 3) / 4), (unsigned)(n < 65535 ? n : 65535));
+    if ((uintptr_t)x % 16 == 0 && ldx % 4 == 0 && k % 4 == 0 && (uintptr_t)dst % 8 == 0)
+        x_to_f16_kernel<true><<<grid, kThreads, 0, stream>>>(x, n, k, ldx, dst);
+    else
+        x_to_f16_kernel<false><<<grid, kThreads, 0, stream>>>(x, n, k, ldx, dst);
     return cudaGetLastError();
 }
 

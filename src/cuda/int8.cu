@@ -81,18 +81,14 @@ extern "C" size_t qmm_cuda_int8_workspace_bytes(int64_t k) {
 }
 
 /* ---------------------------------------------------------------------------------------
- * X quantization: one warp per (row, 32-block), lane = element.
+ * X quantization: one warp per (row, 32-block), lane = element; row j = blockIdx.y (striding
+ * by gridDim.y), block c = warp index along blockIdx.x (no 64-bit division per element).
  * ------------------------------------------------------------------------------------- */
 
-__global__ void int8_quantize_x_kernel(const float *__restrict__ x, int64_t n, int64_t n_pad, int64_t k,
-                                       int64_t ldx, int64_t k_pad, int8_t *__restrict__ q,
-                                       float *__restrict__ dx, float *__restrict__ s32,
-                                       float *__restrict__ s16) {
-    const int lane = threadIdx.x & 31;
-    const int64_t kb = k_pad / 32;
-    const int64_t wid = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
-    if (wid >= n_pad * kb) return;
-    const int64_t j = wid / kb, c = wid % kb;
+__device__ __forceinline__ void int8_quantize_x_block(const float *__restrict__ x, int64_t n, int64_t n_pad,
+                                                      int64_t k, int64_t ldx, int64_t k_pad, int8_t *__restrict__ q,
+                                                      float *__restrict__ dx, float *__restrict__ s32,
+                                                      float *__restrict__ s16, int64_t j, int64_t c, int lane) {
     const bool valid = j < n && c < k / 32; /* k is a multiple of 32 for every quantized type */
     const float v = valid ? x[j * ldx + 32 * c + lane] : 0.0f;
     float amax = fabsf(v);
@@ -126,15 +122,26 @@ __global__ void int8_quantize_x_kernel(const float *__restrict__ x, int64_t n, i
     }
 }
 
+__global__ void int8_quantize_x_kernel(const float *__restrict__ x, int64_t n, int64_t n_pad, int64_t k,
+                                       int64_t ldx, int64_t k_pad, int8_t *__restrict__ q,
+                                       float *__restrict__ dx, float *__restrict__ s32,
+                                       float *__restrict__ s16) {
+    const int64_t c = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+    if (c >= k_pad / 32) return; /* whole warps: the shuffles inside stay full-warp */
+    for (int64_t j = blockIdx.y; j < n_pad; j += gridDim.y)
+        int8_quantize_x_block(x, n, n_pad, k, ldx, k_pad, q, dx, s32, s16, j, c, threadIdx.x & 31);
+}
+
 extern "C" cudaError_t qmm_cuda_int8_quantize_x(const float *x, int64_t n, int64_t n_pad, int64_t k,
                                                 int64_t ldx, int64_t k_pad, int8_t *q, float *dx,
                                                 float *s32, float *s16, cudaStream_t stream) {
-    const int64_t warps = n_pad * (k_pad / 32);
-    if (warps == 0) return cudaSuccess;
-    const int per_block = 8;
-    const int64_t blocks = (warps + per_block - 1) / per_block;
-    int8_quantize_x_kernel<<<(unsigned)blocks, 32 * per_block, 0, stream>>>(x, n, n_pad, k, ldx, k_pad,
-                                                                           q, dx, s32, s16);
+    const int64_t kb = k_pad / 32;
+    if (n_pad * kb == 0) return cudaSuccess;
+    const int per_block = kb < 8 ? (int)kb : 8; /* warps per block, along the row */
+    const int64_t bx = (kb + per_block - 1) / per_block;
+    if (bx > 0x7FFFFFFF) return cudaErrorInvalidConfiguration;
+    const dim3 grid((unsigned)bx, (unsigned)(n_pad < 65535 ? n_pad : 65535));
+    int8_quantize_x_kernel<<<grid, 32 * per_block, 0, stream>>>(x, n, n_pad, k, ldx, k_pad, q, dx, s32, s16);
     return cudaGetLastError();
 }
 

@@ -57,7 +57,7 @@ PLANTS=(
 "C_q8_0_minus128_clamped|test_C_*|src/cuda/dequant.cuh|s/return __fmul_rn((float)(int8_t)b\[2 + j\]/return __fmul_rn((float)max(-127, (int)(int8_t)b[2 + j])/; s/f(e0 + j, __fmul_rn((float)q, d));/f(e0 + j, __fmul_rn((float)max(-127, (int)q), d));/"
 "D_int8_kquant_min_sign_flipped|test_D_*|src/cuda/int8.cu|s/mn\[0\] = -__fmul_rn(qmm_cuda_h2f(qmm_cuda_ld16(b + 2)), (float)m);/mn[0] = __fmul_rn(qmm_cuda_h2f(qmm_cuda_ld16(b + 2)), (float)m);/"
 "C_int8_repack_minus128_clamped|test_C_*|src/cuda/int8.cu|s/q\[j\] = (int8_t)b\[2 + j\];/q[j] = (int8_t)max(-127, (int)(int8_t)b[2 + j]);/"
-"A_x_f16_saturated_not_inf|test_A_*|src/cuda/dequant.cu|s/__float2half_rn(x\[t \* ldx + e\])/__float2half_rn(fminf(fmaxf(x[t * ldx + e], -65504.0f), 65504.0f))/"
+"A_x_f16_saturated_not_inf|test_A_*|src/cuda/dequant.cu|s/{ return __half_as_ushort(__float2half_rn(v)); }/{ return __half_as_ushort(__float2half_rn(fminf(fmaxf(v, -65504.0f), 65504.0f))); }/"
 "G_gemv_order_depends_on_n|test_G_*|src/cuda/gemv.cu|s/acc\[t\] = fmaf(wv.x, xv.x, acc\[t\]);/acc[t] = NT > 1 ? __fadd_rn(acc[t], __fmul_rn(wv.x, xv.x)) : fmaf(wv.x, xv.x, acc[t]);/; s/acc\[t\] = fmaf(wv, __ldg(xt\[t\] + e), acc\[t\]);/acc[t] = NT > 1 ? __fadd_rn(acc[t], __fmul_rn(wv, __ldg(xt[t] + e))) : fmaf(wv, __ldg(xt[t] + e), acc[t]);/; s/acc\[i\]\[t\] = fmaf(wv\[i\], xv, acc\[i\]\[t\]);/acc[i][t] = NT > 1 ? __fadd_rn(acc[i][t], __fmul_rn(wv[i], xv)) : fmaf(wv[i], xv, acc[i][t]);/"
 "F_gemv_no_token_grid_loop|test_F_*|src/cuda/gemv.cu|s/g < groups; g += gridDim.y)/g < groups; g += groups)/"
 "F_gemv_last_row_skipped_big_m|test_F_*|src/cuda/gemv.cu|s/if (r >= m) return;/if (r >= m - (m > 65536 ? 1 : 0)) return;/; s/t0 + lane < n \&\& r\[i\] < m)/t0 + lane < n \&\& r[i] < m - (m > 65536 ? 1 : 0))/"
