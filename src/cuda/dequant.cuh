@@ -13,6 +13,7 @@
 #ifndef QMM_CUDA_DEQUANT_CUH
 #define QMM_CUDA_DEQUANT_CUH
 
+#include <cuda_fp16.h>
 #include <stdint.h>
 
 #include "formats/blocks.h"
@@ -28,6 +29,29 @@ __device__ __forceinline__ float qmm_cuda_h2f(uint16_t h) {
     if (man == 0) return __uint_as_float(sign);
     const int s = __clz((int)man) - 21; /* shifts that bring the leading one to bit 10 */
     return __uint_as_float(sign | ((uint32_t)(113 - s) << 23) | (((man << s) & 0x3FFu) << 13));
+}
+
+/* binary16 bits -> float32 by the hardware conversion (cvt.f32.f16, no .ftz; one instruction
+ * instead of qmm_cuda_h2f's branches): exact, the same bits as qmm_cuda_h2f, for every finite
+ * and infinite value (f16 subnormals become f32 normals); a NaN becomes a NaN whose payload
+ * may differ. Used only for scales (d, dmin) of the unit decoders (qmm_cuda_part), which are
+ * then multiplied or added: a NaN scale gives NaN elements, as on the CPU, and no test or
+ * contract compares NaN payloads (test_dequantize_bit_exact counts two NaNs as equal; the
+ * f32 class compares NaN/Inf classes). Element values of f16 W keep qmm_cuda_h2f. */
+__device__ __forceinline__ float qmm_cuda_h2f_scale(uint16_t h) {
+    return __half2float(__ushort_as_half(h));
+}
+
+/* (float)q for |q| < 2^22, exact, without the quarter-rate int->float conversion: the float
+ * with bits 0x4B400000 + q is 1.5 * 2^23 + q (ulp 1 there), and subtracting 1.5 * 2^23 is
+ * exact. Both are full-rate ops; q = 0 gives +0, as (float)0. */
+__device__ __forceinline__ float qmm_cuda_i2f_small(int q) {
+    return __fsub_rn(__int_as_float(0x4B400000 + q), 12582912.0f);
+}
+/* (float)((int)q - OFF) for 0 <= q < 2^22 and 0 <= OFF < 2^22, exact by the same argument: OR
+ * places q in the low mantissa bits, and 1.5 * 2^23 + OFF is an exact float constant. */
+template <int OFF> __device__ __forceinline__ float qmm_cuda_u2f_minus(uint32_t q) {
+    return __fsub_rn(__uint_as_float(0x4B400000u | q), 12582912.0f + (float)OFF);
 }
 
 __device__ __forceinline__ uint16_t qmm_cuda_ld16(const uint8_t *p) {
@@ -251,16 +275,18 @@ template <int BYTES, int QS, int QH, bool MIN, bool A4, int OFF> struct qmm_cuda
         const int64_t e0 = (u >> 2) * 32;
         const uint32_t qs = A4 ? qmm_cuda_ld32(b + QS + 4 * i) : qmm_cuda_ld32_a2(b + QS + 4 * i);
         const uint32_t qh = QH >= 0 ? (A4 ? qmm_cuda_ld32(b + QH) : qmm_cuda_ld32_a2(b + QH)) : 0u;
-        const float d = qmm_cuda_h2f(qmm_cuda_ld16(b));
-        const float mn = MIN ? qmm_cuda_h2f(qmm_cuda_ld16(b + 2)) : 0.0f;
+        const float d = qmm_cuda_h2f_scale(qmm_cuda_ld16(b));
+        const float mn = MIN ? qmm_cuda_h2f_scale(qmm_cuda_ld16(b + 2)) : 0.0f;
 #pragma unroll
         for (int half = 0; half < 2; half++) {
 #pragma unroll
             for (int j = 0; j < 4; j++) {
                 const int jj = 16 * half + 4 * i + j;
-                int q = (int)((qs >> (8 * j + 4 * half)) & 0xFu);
-                if (QH >= 0) q |= (int)((qh >> jj) & 1u) << 4;
-                const float w = MIN ? __fadd_rn(__fmul_rn((float)q, d), mn) : __fmul_rn((float)(q - OFF), d);
+                uint32_t q = (qs >> (8 * j + 4 * half)) & 0xFu;
+                if (QH >= 0) q |= ((qh >> jj) & 1u) << 4;
+                /* (float)q resp. (float)(q - OFF), exact (qmm_cuda_u2f_minus) */
+                const float w = MIN ? __fadd_rn(__fmul_rn(qmm_cuda_u2f_minus<0>(q), d), mn)
+                                    : __fmul_rn(qmm_cuda_u2f_minus<OFF>(q), d);
                 f(e0 + jj, w);
             }
         }
@@ -279,11 +305,11 @@ template <> struct qmm_cuda_part<QMM_TYPE_Q8_0> {
         const int i = (int)(u & 3);
         const int64_t e0 = (u >> 2) * 32 + 8 * i;
         const uint32_t q0 = qmm_cuda_ld32_a2(b + 2 + 8 * i), q1 = qmm_cuda_ld32_a2(b + 6 + 8 * i);
-        const float d = qmm_cuda_h2f(qmm_cuda_ld16(b));
+        const float d = qmm_cuda_h2f_scale(qmm_cuda_ld16(b));
 #pragma unroll
         for (int j = 0; j < 8; j++) {
             const int8_t q = (int8_t)(((j < 4 ? q0 : q1) >> (8 * (j & 3))) & 0xFFu);
-            f(e0 + j, __fmul_rn((float)q, d));
+            f(e0 + j, __fmul_rn(qmm_cuda_i2f_small(q), d));
         }
     }
 };
@@ -296,15 +322,15 @@ template <> struct qmm_cuda_part<QMM_TYPE_Q2_K> {
         const int h = (int)((u >> 3) & 1), c = (int)(u & 7);
         const int64_t e0 = (u >> 4) * QK_K + 128 * h + 4 * c;
         const uint32_t qs = qmm_cuda_ld32(b + 16 + 32 * h + 4 * c);
-        const float d = qmm_cuda_h2f(qmm_cuda_ld16(b + 80)), dmin = qmm_cuda_h2f(qmm_cuda_ld16(b + 82));
+        const float d = qmm_cuda_h2f_scale(qmm_cuda_ld16(b + 80)), dmin = qmm_cuda_h2f_scale(qmm_cuda_ld16(b + 82));
 #pragma unroll
         for (int p = 0; p < 4; p++) {
             const uint8_t sc = b[8 * h + 2 * p + (c >> 2)];
             const float dl = __fmul_rn(d, (float)(sc & 0xF)), ml = __fmul_rn(dmin, (float)(sc >> 4));
 #pragma unroll
             for (int j = 0; j < 4; j++) {
-                const int q = (int)((qs >> (8 * j + 2 * p)) & 3u);
-                f(e0 + 32 * p + j, __fsub_rn(__fmul_rn(dl, (float)q), ml));
+                const uint32_t q = (qs >> (8 * j + 2 * p)) & 3u;
+                f(e0 + 32 * p + j, __fsub_rn(__fmul_rn(dl, qmm_cuda_u2f_minus<0>(q)), ml));
             }
         }
     }
@@ -319,7 +345,7 @@ template <> struct qmm_cuda_part<QMM_TYPE_Q3_K> {
         const int64_t e0 = (u >> 4) * QK_K + 128 * h + 4 * c;
         const uint32_t hm = qmm_cuda_ld32_a2(b + 4 * c), qs = qmm_cuda_ld32_a2(b + 32 + 32 * h + 4 * c);
         const uint8_t *scales = b + 96;
-        const float d = qmm_cuda_h2f(qmm_cuda_ld16(b + 108));
+        const float d = qmm_cuda_h2f_scale(qmm_cuda_ld16(b + 108));
 #pragma unroll
         for (int p = 0; p < 4; p++) {
             const int js = 8 * h + 2 * p + (c >> 2);
@@ -329,7 +355,7 @@ template <> struct qmm_cuda_part<QMM_TYPE_Q3_K> {
 #pragma unroll
             for (int j = 0; j < 4; j++) {
                 const int q = (int)((qs >> (8 * j + 2 * p)) & 3u) - (((hm >> (8 * j + 4 * h + p)) & 1u) ? 0 : 4);
-                f(e0 + 32 * p + j, __fmul_rn(dl, (float)q));
+                f(e0 + 32 * p + j, __fmul_rn(dl, qmm_cuda_i2f_small(q)));
             }
         }
     }
@@ -346,7 +372,7 @@ template <int T, int QS, bool HIGH> struct qmm_cuda_part_k45 {
         const int64_t e0 = (u >> 3) * QK_K + 64 * c + 16 * half;
         const uint4 qs = qmm_cuda_ld128(b + QS + 32 * c + 16 * half);
         const uint4 qh = HIGH ? qmm_cuda_ld128(b + 16 + 16 * half) : make_uint4(0, 0, 0, 0);
-        const float d = qmm_cuda_h2f(qmm_cuda_ld16(b)), dmin = qmm_cuda_h2f(qmm_cuda_ld16(b + 2));
+        const float d = qmm_cuda_h2f_scale(qmm_cuda_ld16(b)), dmin = qmm_cuda_h2f_scale(qmm_cuda_ld16(b + 2));
 #pragma unroll
         for (int s = 0; s < 2; s++) {
             int sc, mn;
@@ -355,9 +381,9 @@ template <int T, int QS, bool HIGH> struct qmm_cuda_part_k45 {
 #pragma unroll
             for (int j = 0; j < 16; j++) {
                 const uint32_t wq = qmm_cuda_u4_word(qs, j >> 2);
-                int q = (int)((wq >> (8 * (j & 3) + 4 * s)) & 0xFu);
-                if (HIGH) q += ((qmm_cuda_u4_word(qh, j >> 2) >> (8 * (j & 3) + 2 * c + s)) & 1u) ? 16 : 0;
-                f(e0 + 32 * s + j, __fsub_rn(__fmul_rn(d1, (float)q), m1));
+                uint32_t q = (wq >> (8 * (j & 3) + 4 * s)) & 0xFu;
+                if (HIGH) q |= ((qmm_cuda_u4_word(qh, j >> 2) >> (8 * (j & 3) + 2 * c + s)) & 1u) << 4;
+                f(e0 + 32 * s + j, __fsub_rn(__fmul_rn(d1, qmm_cuda_u2f_minus<0>(q)), m1));
             }
         }
     }
@@ -374,7 +400,7 @@ template <> struct qmm_cuda_part<QMM_TYPE_Q6_K> {
         const int64_t e0 = (u >> 4) * QK_K + 128 * h + 4 * c;
         const uint32_t ql0 = qmm_cuda_ld32_a2(b + 64 * h + 4 * c), ql1 = qmm_cuda_ld32_a2(b + 64 * h + 32 + 4 * c);
         const uint32_t qh = qmm_cuda_ld32_a2(b + 128 + 32 * h + 4 * c);
-        const float d = qmm_cuda_h2f(qmm_cuda_ld16(b + 208));
+        const float d = qmm_cuda_h2f_scale(qmm_cuda_ld16(b + 208));
 #pragma unroll
         for (int p = 0; p < 4; p++) {
             const float sc = (float)(int8_t)b[192 + 8 * h + 2 * p + (c >> 2)];
@@ -382,9 +408,9 @@ template <> struct qmm_cuda_part<QMM_TYPE_Q6_K> {
             const uint32_t ql = (p & 1) ? ql1 : ql0;
 #pragma unroll
             for (int j = 0; j < 4; j++) {
-                const int lo = (int)((ql >> (8 * j + 4 * (p >> 1))) & 0xFu);
-                const int hi = (int)((qh >> (8 * j + 2 * p)) & 3u);
-                f(e0 + 32 * p + j, __fmul_rn(ds, (float)((lo | (hi << 4)) - 32)));
+                const uint32_t lo = (ql >> (8 * j + 4 * (p >> 1))) & 0xFu;
+                const uint32_t hi = (qh >> (8 * j + 2 * p)) & 3u;
+                f(e0 + 32 * p + j, __fmul_rn(ds, qmm_cuda_u2f_minus<32>(lo | (hi << 4))));
             }
         }
     }
