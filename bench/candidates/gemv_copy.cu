@@ -15,7 +15,7 @@
  * X is staged in shared memory by chunks of 1024 elements per token (production's chunks may
  * be longer and its warps may take two rows: neither changes a row's order). Positions: the
  * XOR swizzle below (production's layout until commit 8e5e424; production now stores chunks
- * unit-major, gemv_pos in gemv.cu). Where an X value sits in shared memory moves no product,
+ * quad-major, gemv_pos in gemv.cu). Where an X value sits in shared memory moves no product,
  * so the results stay bit-identical; timing this copy against production compares layouts.
  *
  * Geometry: one warp per row, so rows_per_block = threads_per_block / 32.

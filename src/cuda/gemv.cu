@@ -17,20 +17,21 @@
  *   results agree within the F32 class's limits, not bit for bit.
  *
  * X in shared memory: every row of a block reads the same X, so the block stages it once per
- * chunk of kChunk<NT> elements of NT tokens (16.5 KB; 33 KB at NT = 8) with coalesced 16-byte
+ * chunk of kChunk<NT> elements of NT tokens (18 KB; 36 KB at NT = 8) with coalesced 16-byte
  * loads (4-byte loads when x is not 16-byte aligned or ldx % 4 != 0, decided once per launch;
  * elements at or past k are stored as 0 and never read), between two __syncthreads. A
  * chunk's length is a multiple of 1024 elements (a multiple of every type's block and of 32
  * units), so a chunk holds whole units and the lanes walk the same units in the same order as
  * without chunks. Warps whose rows are all past m still stage X and meet every barrier; they
  * skip only the arithmetic and the stores.
- * Layout of a staged chunk (gemv_pos<T>): unit-major. The 32 units of a warp step are stored
- * as U rows of 32 floats and one pad (U = elements per unit), row c holding the c-th element
- * each unit's decoder yields, lane l's unit in column l. A lane's X address is then fixed per
- * unit and the c-th product reads it at a constant offset 33c (no per-element arithmetic: the
- * fourth version's XOR swizzle cost ~8 integer instructions per element in PTX, while the
- * kernel is bound by instruction issue, not by W bandwidth), and a warp read is 32
- * consecutive floats (no bank conflicts). The layout moves no product: the order is unchanged.
+ * Layout of a staged chunk (gemv_pos<T>): quad-major. The 32 units of a warp step are stored
+ * as U/4 quad rows (U = elements per unit) of 32 float4 and a pad, quad row q holding the
+ * elements 4q..4q+3 each unit's decoder yields, lane l's four at float4 l. A lane reads them
+ * by one 16-byte shared load at a constant offset per quad (no per-element arithmetic, a
+ * quarter of the unit-major layout's shared loads; the kernel is bound by instruction issue,
+ * not by W bandwidth), a warp load is 512 consecutive bytes (no bank conflicts), and staging
+ * writes each 16-byte X load with one 16-byte store. The layout moves no product: the order
+ * is unchanged (bit-identical to the unit-major and swizzled versions).
  *
  * Rows per warp (RW): 1 at n = 1 (8 rows per block, m = 4608 gives 576 blocks); 2 for the
  * quantized types at n >= 2 (16 rows per block), so each X value read from shared memory
@@ -51,8 +52,8 @@ namespace {
 constexpr int kWarps = 8; /* warps per block */
 constexpr int kThreads = kWarps * 32;
 
-/* Elements of X per token staged at once: a multiple of 1024, NT * kChunk * 4 <= 32 KB (33 KB
- * with the row pad of kRow). */
+/* Elements of X per token staged at once: a multiple of 1024, NT * kChunk * 4 <= 32 KB (36 KB
+ * with the pad of gemv_quad_row). */
 template <int NT> struct gemv_chunk { static constexpr int v = NT >= 4 ? 1024 : 4096 / NT; };
 
 /* Rows per warp: 2 for the quantized types at NT >= 2 (their units decode fully unrolled, so
@@ -70,16 +71,23 @@ template <int T> struct gemv_unit_elems {
                                                                                      : 8;
 };
 
-/* Floats per row of the unit-major layout: 32 columns and one pad, so the staging stores of
- * q2_K..q6_K (4-way with rows of 32) and q4_K/q5_K (8-way) are at most 2-way conflicted. */
-constexpr int kRow = 33;
+/* Floats per quad row of the quad-major layout (gemv_pos): 128 (32 lanes x 4) and a pad,
+ * chosen by enumerating the banks of the staging loop's 16-byte stores: 144 makes them
+ * conflict-free for every type but q4_K/q5_K (2-way), 136 for q4_K/q5_K (conflict-free; 128
+ * would be 2- to 4-way). A multiple of 4, so every quad is 16-byte aligned. */
+template <int T> struct gemv_quad_row {
+    static constexpr int v = (T == QMM_TYPE_Q4_K || T == QMM_TYPE_Q5_K) ? 136 : 144;
+};
 
-/* Shared-memory position of element e (0 <= e < kChunk) of a staged chunk, unit-major: the
- * 32 * U elements of one warp step (U = gemv_unit_elems<T>) are stored as U rows of kRow
- * floats, row c holding the c-th element (in decoder call order) of the step's 32 units, lane
- * l's unit at column l. Lane l then reads the c-th element of its unit at step_base + kRow*c
- * + l: a constant offset per call (no address arithmetic per element) and 32 consecutive
- * floats per warp read (no bank conflicts). lane(e) and c(e) per unit layout (dequant.cuh, qmm_cuda_part;
+/* Shared-memory position of element e (0 <= e < kChunk) of a staged chunk, quad-major: the
+ * 32 * U elements of one warp step (U = gemv_unit_elems<T>) are stored as U/4 quad rows of
+ * QP = gemv_quad_row<T> floats; quad row q holds the elements c = 4q..4q+3 (in decoder call
+ * order) of the step's 32 units, lane l's four at floats 4l..4l+3. Lane l then reads the
+ * c-th to (c+3)-th elements of its unit by one 16-byte load at step_base + QP*(c/4) + 4l: a
+ * constant offset per quad (no address arithmetic per element, one shared load per four
+ * elements and token), and a warp's load is 512 consecutive bytes (no bank conflicts). The
+ * 4 consecutive elements e..e+3 (e % 4 == 0) of X are always c..c+3 of one unit, so staging
+ * stores them by one 16-byte store. lane(e) and c(e) per unit layout (dequant.cuh, qmm_cuda_part;
  * the decoders call f in the order given): float types: unit = 4 consecutive elements, c = j.
  * Legacy 4-bit blocks: lane = 4*block + i, element 32*block + 16*half + 4i + j, c = 4*half + j.
  * q8_0: element 32*block + 8i + j, c = j. q2_K/q3_K/q6_K: lane = 16*sb + 8h + c4, element
@@ -101,7 +109,13 @@ template <int T> __device__ __forceinline__ int gemv_pos(int e) {
     case QMM_TYPE_Q5_K: lane = 8 * (e >> 8) + 2 * ((e >> 6) & 3) + ((e >> 4) & 1); c = 16 * ((e >> 5) & 1) + (e & 15); break;
     default: /* q2_K, q3_K, q6_K */ lane = 16 * (e >> 8) + 8 * ((e >> 7) & 1) + ((e >> 2) & 7); c = 4 * ((e >> 5) & 3) + (e & 3); break;
     }
-    return e / (32 * U) * (kRow * U) + kRow * c + (lane & 31);
+    constexpr int QP = gemv_quad_row<T>::v;
+    return e / (32 * U) * (QP * U / 4) + QP * (c >> 2) + 4 * (lane & 31) + (c & 3);
+}
+
+/* Component j (0..3) of a float4; j is a constant wherever the decoders are unrolled. */
+__device__ __forceinline__ float gemv_comp(const float4 &v, int j) {
+    return j == 0 ? v.x : j == 1 ? v.y : j == 2 ? v.z : v.w;
 }
 
 /* Elements e..e+3 of one token's X row: one 16-byte load when vec, else 4-byte loads of the
@@ -114,21 +128,28 @@ __device__ __forceinline__ float4 gemv_load_x(const float *__restrict__ p, bool 
     return make_float4(v[0], v[1], v[2], v[3]);
 }
 
-/* Unit u of the warp's RW rows times the staged X: xu points at the unit's column of its
- * step (chunk layout: gemv_pos), so the c-th decoded element meets xu[kRow*c + t*CS] for
- * token t (CS: floats per token of the chunk). */
+/* Unit u of the warp's RW rows times the staged X: xu points at the lane's quad of its step
+ * (chunk layout: gemv_pos), so the c-th decoded element meets component c % 4 of the float4
+ * at xu + QP*(c/4) + t*CS for token t (CS: floats per token of the chunk), loaded when c % 4
+ * == 0. */
 template <int T, int NT, int RW, int CS>
 __device__ __forceinline__ void gemv_unit(const uint8_t *const (&rows)[RW], int64_t u, int64_t k,
                                           const float *xu, float (&acc)[RW][NT]) {
     static_assert(RW == 1 || RW == 2, "one or two rows per warp");
+    constexpr int QP = gemv_quad_row<T>::v;
     int c = 0; /* decoder call index: a constant at each call (the decoders are unrolled) */
+    float4 xq[NT];
     if constexpr (RW == 1) {
         qmm_cuda_part<T>::decode(rows[0], u, k, [&](int64_t, float w0) {
-            const float *xe = xu + kRow * c++;
+            if ((c & 3) == 0) {
+#pragma unroll
+                for (int t = 0; t < NT; t++) xq[t] = *(const float4 *)(xu + QP * (c >> 2) + t * CS);
+            }
+            const int j = c++ & 3;
             const float wv[1] = {w0};
 #pragma unroll
             for (int t = 0; t < NT; t++) {
-                const float xv = xe[t * CS];
+                const float xv = gemv_comp(xq[t], j);
 #pragma unroll
                 for (int i = 0; i < RW; i++) acc[i][t] = fmaf(wv[i], xv, acc[i][t]);
             }
@@ -140,11 +161,15 @@ __device__ __forceinline__ void gemv_unit(const uint8_t *const (&rows)[RW], int6
         qmm_cuda_part<T>::decode(rows[1], u, k, [&](int64_t, float wv) { w1[c++] = wv; });
         c = 0;
         qmm_cuda_part<T>::decode(rows[0], u, k, [&](int64_t, float w0) {
-            const float *xe = xu + kRow * c;
+            if ((c & 3) == 0) {
+#pragma unroll
+                for (int t = 0; t < NT; t++) xq[t] = *(const float4 *)(xu + QP * (c >> 2) + t * CS);
+            }
+            const int j = c & 3;
             const float wv[2] = {w0, w1[c++]};
 #pragma unroll
             for (int t = 0; t < NT; t++) {
-                const float xv = xe[t * CS];
+                const float xv = gemv_comp(xq[t], j);
 #pragma unroll
                 for (int i = 0; i < RW; i++) acc[i][t] = fmaf(wv[i], xv, acc[i][t]);
             }
@@ -158,8 +183,8 @@ gemv_kernel(const uint8_t *__restrict__ w, size_t row_bytes, int64_t m, int64_t 
             const float *__restrict__ x, int64_t ldx, float *__restrict__ y, int64_t ldy) {
     constexpr int RW = gemv_rows_per_warp<T, NT>::v;
     constexpr int CH = gemv_chunk<NT>::v;
-    constexpr int CS = CH / 32 * kRow; /* floats per token of a staged chunk */
-    __shared__ float xs[NT * CS];
+    constexpr int CS = CH / 128 * gemv_quad_row<T>::v; /* floats per token of a staged chunk */
+    __shared__ __align__(16) float xs[NT * CS];
     const int lane = threadIdx.x & 31;
     const int64_t r0 = ((int64_t)blockIdx.x * kWarps + (threadIdx.x >> 5)) * RW;
     const bool live = r0 < m; /* warp-uniform: the warp has at least one row below m */
@@ -188,11 +213,7 @@ gemv_kernel(const uint8_t *__restrict__ w, size_t row_bytes, int64_t m, int64_t 
                 const int e = 4 * (i - t * n4);
                 const int64_t tok = t0 + t < n ? t0 + t : n - 1;
                 const float4 v = gemv_load_x(x + tok * ldx, vec, c0 + e, k);
-                float *dst = xs + t * CS;
-                dst[gemv_pos<T>(e)] = v.x;
-                dst[gemv_pos<T>(e + 1)] = v.y;
-                dst[gemv_pos<T>(e + 2)] = v.z;
-                dst[gemv_pos<T>(e + 3)] = v.w;
+                *(float4 *)(xs + t * CS + gemv_pos<T>(e)) = v; /* elements c..c+3 of one unit */
             }
             __syncthreads(); /* the chunk is staged */
             if (!live) continue;
@@ -201,9 +222,9 @@ gemv_kernel(const uint8_t *__restrict__ w, size_t row_bytes, int64_t m, int64_t 
             constexpr int kUnroll = qmm_cuda_qk<T>::v > 1 && !(gemv_unit_elems<T>::v == 32 && NT >= 4) ? 2 : 1;
             /* u0 is a multiple of 32 (c0 is a multiple of 1024), so lane l takes u = u0 + l + 32j,
              * whose elements sit in column l of the chunk's step j */
-            const float *xu = xs + lane;
+            const float *xu = xs + 4 * lane;
 #pragma unroll kUnroll
-            for (int64_t u = u0 + lane; u < u1; u += 32, xu += kRow * gemv_unit_elems<T>::v)
+            for (int64_t u = u0 + lane; u < u1; u += 32, xu += gemv_quad_row<T>::v * gemv_unit_elems<T>::v / 4)
                 gemv_unit<T, NT, RW, CS>(rows, u, k, xu, acc);
         }
         if (!live) continue;
