@@ -294,30 +294,17 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
             }
             break;
         case OPT_FILL:
-            if (strcmp(optarg, "quantized") == 0) o->fill = FILL_QUANTIZED;
-            else if (strcmp(optarg, "bytes") == 0) o->fill = FILL_BYTES;
-            else {
-                fprintf(stderr, "qmm bench: --fill: unknown fill '%s' (expected quantized or "
-                                "bytes)\n", optarg);
-                return 2;
-            }
+            if (!fill_kind_parse(optarg, &o->fill)) return 2;
             break;
         case OPT_SEED:
             if (!opt_i64("--seed", optarg, 0, INT64_MAX, &v)) return 2;
             o->seed = v;
             break;
-        case OPT_JSON: {
-            /* fail before the run, not after it, when the file cannot be written */
-            FILE *f = fopen(optarg, "w");
-            if (f == NULL) {
-                fprintf(stderr, "qmm bench: --json: cannot write '%s': %s\n", optarg,
-                        strerror(errno));
-                return 3; /* a runtime error (exit 1), as when the write fails at the end */
-            }
-            fclose(f);
+        case OPT_JSON:
+            /* a runtime error (exit 1), as when the write fails at the end */
+            if (!opt_writable_file("--json", optarg)) return 3;
             o->json_path = optarg;
             break;
-        }
         case OPT_CSV: o->csv = true; break;
         case OPT_VERIFY: o->verify = true; break;
         case OPT_NO_VERIFY: o->verify = false; break;

@@ -272,28 +272,15 @@ static int parse_args(int argc, char **argv, candidate_opts *o, bench_shape **sh
             if (!opt_i64("--warmup", optarg, 0, CAND_MAX_ITERS, &o->warmup)) return 2;
             break;
         case OPT_FILL:
-            if (strcmp(optarg, "quantized") == 0) o->fill = FILL_QUANTIZED;
-            else if (strcmp(optarg, "bytes") == 0) o->fill = FILL_BYTES;
-            else {
-                fprintf(stderr, "qmm bench: --fill: unknown fill '%s' (expected quantized or "
-                                "bytes)\n", optarg);
-                return 2;
-            }
+            if (!fill_kind_parse(optarg, &o->fill)) return 2;
             break;
         case OPT_SEED:
             if (!opt_i64("--seed", optarg, 0, INT64_MAX, &o->seed)) return 2;
             break;
-        case OPT_JSON: {
-            FILE *f = fopen(optarg, "w"); /* fail before the run, not after it */
-            if (f == NULL) {
-                fprintf(stderr, "qmm bench: --json: cannot write '%s': %s\n", optarg,
-                        strerror(errno));
-                return 3;
-            }
-            fclose(f);
+        case OPT_JSON:
+            if (!opt_writable_file("--json", optarg)) return 3;
             o->json_path = optarg;
             break;
-        }
         case OPT_BACKEND:
             if (strcmp(optarg, "cuda") != 0) {
                 fprintf(stderr, "qmm bench: --candidate runs on the CUDA backend only "

@@ -58,15 +58,20 @@ bool candidate_compile(const candidate_opts *o, qmm_type type, const char *arch,
     char *path_copy = strdup(o->path);
     if (path_copy == NULL) return false;
     char opt_arch[64], opt_type[64], opt_tokens[64], inc_self[4200], inc_src[4200],
-        inc_api[4200];
+        inc_api[4200], inc_cuda[4200];
     snprintf(opt_arch, sizeof opt_arch, "--gpu-architecture=%s", arch);
     snprintf(opt_type, sizeof opt_type, "-DQMM_CANDIDATE_TYPE=%d", (int)type);
     snprintf(opt_tokens, sizeof opt_tokens, "-DQMM_CANDIDATE_TOKENS=%d", CANDIDATE_TOKENS);
     snprintf(inc_self, sizeof inc_self, "-I%s", dirname(path_copy));
     snprintf(inc_src, sizeof inc_src, "-I%s/src", o->source_dir);
     snprintf(inc_api, sizeof inc_api, "-I%s/include", o->source_dir);
+#ifdef QMM_CANDIDATE_CUDA_INCLUDE
+    snprintf(inc_cuda, sizeof inc_cuda, "-I%s", QMM_CANDIDATE_CUDA_INCLUDE); /* cuda_fp16.h */
+#else
+    snprintf(inc_cuda, sizeof inc_cuda, "-I/usr/local/cuda/include");
+#endif
     const char *opts[] = {opt_arch, "-std=c++17", "-default-device", opt_type, opt_tokens,
-                          inc_self, inc_src, inc_api};
+                          inc_self, inc_src, inc_api, inc_cuda};
     const char *headers[] = {k_stdint_h, k_stddef_h, k_stdbool_h};
     const char *header_names[] = {"stdint.h", "stddef.h", "stdbool.h"};
 

@@ -1,4 +1,5 @@
 /* fill.c — random benchmark inputs (see fill.h). */
+#include <stdio.h>
 #include "fill.h"
 
 #include <math.h>
@@ -126,4 +127,14 @@ qmm_status fill_weights(fill_rng *r, fill_kind kind, qmm_type type, int64_t m, i
     }
     free(tmp);
     return st;
+}
+
+bool fill_kind_parse(const char *s, fill_kind *out) {
+    if (strcmp(s, "quantized") == 0) *out = FILL_QUANTIZED;
+    else if (strcmp(s, "bytes") == 0) *out = FILL_BYTES;
+    else {
+        fprintf(stderr, "qmm bench: --fill: unknown fill '%s' (expected quantized or bytes)\n", s);
+        return false;
+    }
+    return true;
 }

@@ -21,6 +21,9 @@
 
 typedef enum { FILL_QUANTIZED = 0, FILL_BYTES = 1 } fill_kind;
 
+/* The value of --fill ("quantized" or "bytes"); false, with a message on stderr, otherwise. */
+bool fill_kind_parse(const char *s, fill_kind *out);
+
 typedef struct fill_rng { uint64_t state; } fill_rng;
 
 void fill_rng_seed(fill_rng *r, uint64_t seed);

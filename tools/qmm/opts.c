@@ -121,3 +121,13 @@ bool opt_env_i64(const char *var, int64_t lo, int64_t hi, int64_t *out, bool *is
     *is_set = true;
     return true;
 }
+
+bool opt_writable_file(const char *name, const char *path) {
+    FILE *f = fopen(path, "w");
+    if (f == NULL) {
+        fprintf(stderr, "qmm bench: %s: cannot write '%s': %s\n", name, path, strerror(errno));
+        return false;
+    }
+    fclose(f);
+    return true;
+}

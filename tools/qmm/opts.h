@@ -33,4 +33,8 @@ bool opt_shape(const char *name, const char *s, int64_t hi, int64_t *m, int64_t 
  * when it is unset; an empty or unparseable value is an error (false). */
 bool opt_env_i64(const char *var, int64_t lo, int64_t hi, int64_t *out, bool *is_set);
 
+/* Check now that `path` (the value of flag `name`) can be written, so a long run does not
+ * fail only at its end: the file is created (truncated) and closed. */
+bool opt_writable_file(const char *name, const char *path);
+
 #endif /* QMM_TOOL_OPTS_H */
