@@ -25,8 +25,8 @@ int64_t blocks_for(int64_t count) {
     return b < 1 ? 1 : (b > kMaxBlocks ? kMaxBlocks : b);
 }
 
-/* One thread per unit of qmm_cuda_part<T> (whole quant groups; gemv and fused decode through
- * qmm_cuda_quad / qmm_cuda_dequant instead, which test_cuda checks against the reference). */
+/* One thread per unit of qmm_cuda_part<T> (whole quant groups, the decoders gemv uses), so the
+ * bit-exact test of this kernel covers them; fused decodes through qmm_cuda_dequant. */
 template <int T>
 __global__ void dequantize_kernel(const uint8_t *src, size_t row_bytes, int64_t m, int64_t k, float *dst) {
     const int64_t units = qmm_cuda_part<T>::units(k), total = m * units;

@@ -187,13 +187,7 @@ template <> __device__ __forceinline__ float qmm_cuda_dequant<QMM_TYPE_Q6_K>(con
 }
 
 /* ---------------------------------------------------------------------------------------
- * Quads: elements e..e+3 of a row (e a multiple of 4) as one float4, each element exactly
- * qmm_cuda_dequant<T> (the same function, so the values cannot drift from it). A quad never
- * crosses a quant block (every block size is 1 or a multiple of 32); the four calls share the
- * block address, d/dmin and the 6-bit scale decode, which the compiler computes once. Used by
- * gemv (lane l takes quads l, l + 32, ...: consecutive lanes read consecutive 16 bytes of X)
- * and by fused (a thread decodes a quad of W into four f16 of the shared tile).
- * Elements at e >= k (only for float types, whose k may be any value) are 0 and not read.
+ * Block sizes.
  * ------------------------------------------------------------------------------------- */
 
 /* Elements per quant block of type T (1 for the float types). */
@@ -207,18 +201,9 @@ template <> struct qmm_cuda_qk<QMM_TYPE_Q4_K> { static constexpr int v = QK_K; }
 template <> struct qmm_cuda_qk<QMM_TYPE_Q5_K> { static constexpr int v = QK_K; };
 template <> struct qmm_cuda_qk<QMM_TYPE_Q6_K> { static constexpr int v = QK_K; };
 
-template <int T>
-__device__ __forceinline__ float4 qmm_cuda_quad(const uint8_t *__restrict__ row, int64_t e, int64_t k) {
-    float v[4];
-#pragma unroll
-    for (int j = 0; j < 4; j++)
-        v[j] = (qmm_cuda_qk<T>::v >= 4 || e + j < k) ? qmm_cuda_dequant<T>(row, e + j) : 0.0f;
-    return make_float4(v[0], v[1], v[2], v[3]);
-}
-
 /* ---------------------------------------------------------------------------------------
- * Block parts: a row is cut into units of whole-register work for one thread (used by the
- * dequantize kernel of dequant.cu; gemv and fused use the quads above).
+ * Block parts: a row is cut into units of whole-register work for one thread (used by gemv
+ * and by the dequantize kernel of dequant.cu; fused decodes through qmm_cuda_dequant).
  *
  * qmm_cuda_part<T>::units(k) is the number of units of a row of k elements;
  * qmm_cuda_part<T>::decode(row, u, k, f) loads the bytes of unit u with the widest loads the
