@@ -30,8 +30,15 @@
  * weights stay signed, so -128 needs no negation; its lanes start from -128 * sum(w)
  * (VPDPBUSD of the bytes 128 with w), so they end at sum(x w). int32 cannot overflow: a lane
  * sums 8 products of at most 255 * 128. VPDPBUSD does not saturate.
- * Threads: tasks of 64 W rows, schedule(dynamic); each output belongs to one task, so the
- * schedule changes no bit. Format source: ggml-common.h / ggml-quants.c (block structs,
+ * Memory-level parallelism (decode, n <= 2 per pass): 4 consecutive W rows are walked side by
+ * side, chunk by chunk (4 read streams per core), and each chunk of the next 4 rows is
+ * prefetched (T0) as the same chunk of this group is read; rows are still computed one at a
+ * time in the order above, so grouping changes no bit.
+ * Threads: tasks of consecutive W rows, schedule(dynamic): 64 rows when a pass takes more
+ * than 2 X rows (compute-bound; small tasks balance the threads), otherwise m / (4 threads)
+ * rows clamped to 64..1024 (memory-bound: long tasks keep the streams and the prefetch
+ * running across fewer task starts). Each output belongs to one task, so the schedule
+ * changes no bit. Format source: ggml-common.h / ggml-quants.c (block structs,
  * dequantize_row_*), as restated in src/formats/quants_*.c.
  */
 #include <immintrin.h>
@@ -44,7 +51,10 @@
 #include "formats/blocks.h"
 
 #define CHUNK 512     /* elements per chunk (8 zmm of W bytes) */
-#define TASK_ROWS 64  /* W rows per task */
+#define TASK_ROWS 64  /* W rows per task when compute-bound (n > GROUP_NMAX) */
+#define TASK_ROWS_MAX 1024 /* W rows per task at most when memory-bound */
+#define GROUP 4       /* W rows walked side by side when n <= GROUP_NMAX */
+#define GROUP_NMAX 2  /* X rows per pass up to which W rows are grouped */
 #define NMAX 8        /* X rows per pass over a W row */
 #define LANES 32      /* per-lane X data reserved per chunk (16 used by 32-element types) */
 
@@ -516,11 +526,15 @@ static bool has_min(qmm_type type) {
            type == QMM_TYPE_Q4_K || type == QMM_TYPE_Q5_K;
 }
 
-/* One W row against n (<= NMAX) X rows: y[j * ldy] for j < n. lane_idx: the natural
- * sub-block of each result lane (vector 0, vector 1), for the scale permutes. */
+/* R (1..GROUP) consecutive W rows (row r at w + r * row_stride) against n (<= NMAX) X rows:
+ * y[j * ldy + r]. The rows are walked side by side chunk by chunk, each with its own
+ * accumulators (R * n <= 8 keeps them in registers), so a row's arithmetic is the same for
+ * any R. prefetch_off != 0: each chunk read is prefetched that many bytes further on too.
+ * idx0, idx1: the natural sub-block of each result lane (vector 0, vector 1), for the scale
+ * permutes. */
 static inline __attribute__((always_inline)) void row_kernel(
-    qmm_type type, const unsigned char *row, size_t prefetch_off, int64_t k, int64_t n,
-    const xrow *xr, __m512i idx0, __m512i idx1, float *y, int64_t ldy) {
+    qmm_type type, const unsigned char *w, size_t row_stride, int R, size_t prefetch_off,
+    int64_t k, int64_t n, const xrow *xr, __m512i idx0, __m512i idx1, float *y, int64_t ldy) {
     const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26,
                                            28, 30);
     const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
@@ -528,9 +542,13 @@ static inline __attribute__((always_inline)) void row_kernel(
     const int shift = offset_shift(type);
     const int64_t chunks = (k + CHUNK - 1) / CHUNK;
     const size_t chunk_bytes = block_bytes(type) * (kq ? 2 : 16);
-    __m512 acc[NMAX];
-    for (int64_t j = 0; j < n; j++) acc[j] = _mm512_setzero_ps();
-    for (int64_t ch = 0; ch < chunks; ch++) {
+    __m512 accs[GROUP][NMAX];
+    for (int r = 0; r < R; r++)
+        for (int64_t j = 0; j < n; j++) accs[r][j] = _mm512_setzero_ps();
+    for (int64_t ch = 0; ch < chunks; ch++)
+    for (int r = 0; r < R; r++) {
+        const unsigned char *row = w + (size_t)r * row_stride;
+        __m512 *acc = accs[r];
         if (prefetch_off != 0)
             for (size_t o = 0; o < chunk_bytes; o += 64)
                 _mm_prefetch((const char *)row + prefetch_off + ch * chunk_bytes + o,
@@ -605,20 +623,31 @@ static inline __attribute__((always_inline)) void row_kernel(
             acc[j] = a;
         }
     }
-    for (int64_t j = 0; j < n; j++) y[j * ldy] = _mm512_reduce_add_ps(acc[j]);
+    for (int r = 0; r < R; r++)
+        for (int64_t j = 0; j < n; j++) y[j * ldy + r] = _mm512_reduce_add_ps(accs[r][j]);
 }
 
-/* One instance of the row kernel per type (the type a compile-time constant in each). */
+/* One instance of the row kernel per type (the type a compile-time constant in each). Rows
+ * i0..i1-1; n <= GROUP_NMAX: groups of GROUP rows, prefetching the next group (while it lies
+ * within W), then single rows; otherwise single rows prefetching two rows ahead (first pass
+ * of X rows only: later passes find the task in L2). */
 #define ROWS_FN(name, TYPE)                                                                  \
     static void name(int64_t i0, int64_t i1, int64_t m, int64_t k, const unsigned char *w,   \
                      size_t row_stride, int64_t n, const xrow *xr, __m512i idx0,             \
                      __m512i idx1, float *y, int64_t ldy) {                                  \
         for (int64_t g = 0; g < n; g += NMAX) {                                              \
             const int64_t ng = n - g < NMAX ? n - g : NMAX;                                  \
-            for (int64_t i = i0; i < i1; i++) {                                              \
+            int64_t i = i0;                                                                  \
+            if (ng <= GROUP_NMAX)                                                            \
+                for (; i + GROUP <= i1; i += GROUP) {                                        \
+                    const size_t pf = g == 0 && i + 2 * GROUP <= m ? GROUP * row_stride : 0;  \
+                    row_kernel(TYPE, w + (size_t)i * row_stride, row_stride, GROUP, pf, k,   \
+                               ng, xr + g, idx0, idx1, y + g * ldy + i, ldy);                \
+                }                                                                            \
+            for (; i < i1; i++) {                                                            \
                 const size_t pf = g == 0 && i + 2 < m ? 2 * row_stride : 0;                  \
-                row_kernel(TYPE, w + (size_t)i * row_stride, pf, k, ng, xr + g, idx0, idx1,  \
-                           y + g * ldy + i, ldy);                                            \
+                row_kernel(TYPE, w + (size_t)i * row_stride, row_stride, 1, pf, k, ng,       \
+                           xr + g, idx0, idx1, y + g * ldy + i, ldy);                        \
             }                                                                                \
         }                                                                                    \
     }
@@ -670,12 +699,18 @@ void qmm_x86_gemv_int8_avx512(qmm_type type, int64_t m, int64_t k, const unsigne
     int32_t ix[32];
     for (int i = 0; i < 32; i++) ix[i] = lo.lane_sub[i];
     const __m512i idx0 = _mm512_loadu_si512(ix), idx1 = _mm512_loadu_si512(ix + 16);
-    const int64_t tasks = (m + TASK_ROWS - 1) / TASK_ROWS;
     int threads = n_threads < 1 ? 1 : n_threads;
+    int64_t task_rows = TASK_ROWS;
+    if (n <= GROUP_NMAX) {
+        task_rows = m / (4 * (int64_t)threads) / GROUP * GROUP;
+        if (task_rows < TASK_ROWS) task_rows = TASK_ROWS;
+        if (task_rows > TASK_ROWS_MAX) task_rows = TASK_ROWS_MAX;
+    }
+    const int64_t tasks = (m + task_rows - 1) / task_rows;
     if (threads > tasks) threads = (int)tasks;
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
     for (int64_t t = 0; t < tasks; t++) {
-        const int64_t i0 = t * TASK_ROWS, i1 = i0 + TASK_ROWS < m ? i0 + TASK_ROWS : m;
+        const int64_t i0 = t * task_rows, i1 = i0 + task_rows < m ? i0 + task_rows : m;
         fn(i0, i1, m, k, w, row_stride, n, xr, idx0, idx1, y, ldy);
     }
 }
