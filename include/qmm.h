@@ -189,7 +189,13 @@ QMM_API const char *qmm_backend_name(qmm_backend backend);
 /** True if this build and machine can run `backend` (CUDA: built with CUDA and a GPU found). */
 QMM_API bool qmm_backend_available(qmm_backend backend);
 
-/** How a matmul is computed (../shared/DESIGN.md §4). */
+/**
+ * How a matmul is computed (../shared/DESIGN.md §4). AUTO takes the fastest path measured for
+ * the type and n, whatever its precision class: on an AMX CPU, int8 for decode sizes (X
+ * quantized per 32-block; class INT8) and AMX-BF16 fused above (class HALF); on CUDA, gemv at
+ * n = 1 (class F32) and cached_f16 above (class HALF). qmm_matmul_path names the kernel and
+ * its class; force GEMV (exact, F32 class) or another strategy when a class matters.
+ */
 typedef enum qmm_strategy {
     QMM_STRATEGY_AUTO = 0,          /**< the backend picks by type and n (measured thresholds) */
     QMM_STRATEGY_REF = 1,           /**< the float64 reference (CPU only) */

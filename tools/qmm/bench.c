@@ -583,7 +583,8 @@ static void time_strategy(bench_run *r, const bench_matrix *bm, int64_t n, qmm_s
     if (r->have_gpu && r->gpu.copy_gbps > 0 && row->ms > 0) {
         /* Roofline time: the bytes at the measured copy bandwidth, or the FLOPs at the
          * class's dense peak (memory roof only when the architecture's peak is unknown). */
-        const double peak = r->gpu.peak_tflops[path.precision];
+        const double peak = (unsigned)path.precision < sizeof r->gpu.peak_tflops / sizeof r->gpu.peak_tflops[0]
+                                ? r->gpu.peak_tflops[path.precision] : 0.0;
         double t_roof = bytes / (r->gpu.copy_gbps * 1e9);
         if (peak > 0 && flops / (peak * 1e12) > t_roof) t_roof = flops / (peak * 1e12);
         row->roof_pct = 100.0 * t_roof / (row->ms * 1e-3);
@@ -997,7 +998,7 @@ int qmm_cmd_bench(int argc, char **argv) {
         .gpu_copy_gbps = r.have_gpu ? r.gpu.copy_gbps : 0.0,
         .gpu_peak_tflops = r.have_gpu ? r.gpu.peak_tflops : NULL,
         .llc_bytes = (long long)llc, .iters = o.iters, .warmup = o.warmup, .seed = o.seed,
-        .verify = o.verify,
+        .verify = o.verify, .batch_invariant = o.batch_invariant,
     };
     report_header_set(r.rep, &h);
     if (o.whole_model || o.model_path) {

@@ -71,6 +71,7 @@ void report_header_set(report *r, const report_header *h) {
     cJSON_AddNumberToObject(j, "seed", (double)h->seed);
     cJSON_AddStringToObject(j, "source", h->source);
     cJSON_AddBoolToObject(j, "verify", h->verify);
+    cJSON_AddBoolToObject(j, "batch_invariant", h->batch_invariant);
     r->gpu = h->gpu_copy_gbps > 0;
     if (r->gpu) {
         cJSON_AddNumberToObject(j, "gpu_copy_gbps", h->gpu_copy_gbps);
@@ -95,9 +96,10 @@ void report_header_set(report *r, const report_header *h) {
         fprintf(r->out, "\n          roof%% = roofline time (bytes at the copy bandwidth or FLOPs at "
                         "the kernel class's peak, the larger) / measured time\n");
     }
-    fprintf(r->out, "run:      %s; fill %s, seed %lld, warmup %lld, median of %lld iters, %s\n",
+    fprintf(r->out, "run:      %s; fill %s, seed %lld, warmup %lld, median of %lld iters, %s%s\n",
             h->source, h->fill, h->seed, h->warmup, h->iters,
-            h->verify ? "verified vs qmm_matmul_ref" : "NOT verified (--no-verify)");
+            h->verify ? "verified vs qmm_matmul_ref" : "NOT verified (--no-verify)",
+            h->batch_invariant ? "; batch-invariant context" : "");
     fprintf(r->out, "command:  %s\n\n", h->command_line);
 }
 

@@ -4,7 +4,7 @@
  *
  *   { "header": { "qmm_version", "date", "cpu", "features": [...], "backend", "threads",
  *                 "device", "command_line", "mem_read_gbps", "llc_bytes", "iters", "warmup",
- *                 "fill", "seed", "source", "verify", and for CUDA "gpu_copy_gbps",
+ *                 "fill", "seed", "source", "verify", "batch_invariant", and for CUDA "gpu_copy_gbps",
  *                 "gpu_peak_tflops": {"f32", "half", "int8", "fp8"} },
  *     "rows": [ { "type", "label", "m", "k", "n", "count", "strategy", "ms", "gflops",
  *                 "gbps", "roof_pct" (CUDA; else null), "verified", "nmse", "max_rel_err", "max_abs_err", "n_nonfinite",
@@ -51,6 +51,7 @@ typedef struct report_header {
     const double *gpu_peak_tflops;  /* CUDA: dense peaks by qmm_precision (NULL: none) */
     long long llc_bytes, iters, warmup, seed;
     bool verify;
+    bool batch_invariant;           /* the context ran with QMM_FLAG_BATCH_INVARIANT */
 } report_header;
 
 typedef struct report report;
