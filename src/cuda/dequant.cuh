@@ -4,8 +4,10 @@
  * qmm_cuda_dequant<T>(row, e) returns element e of the row whose first block is at `row`,
  * bit-identical to the CPU's qmm_dequantize_row_* (src/formats/): the same float operations
  * in the same order, each rounded once (__fmul_rn/__fsub_rn/__fadd_rn forbid the FMA
- * contraction nvcc would otherwise apply), f16 scales converted exactly by the integer
- * conversion of fp16.h. Layout facts: ggml's ggml-common.h / ggml-quants.c (dequantize_row_*).
+ * contraction nvcc would otherwise apply); f16 scales converted exactly (the integer conversion
+ * of fp16.h here; the unit decoders of qmm_cuda_part use the hardware cvt.f32.f16, the same
+ * value for every finite and infinite input, and an exact two-instruction int-to-float for
+ * small quants). Layout facts: ggml's ggml-common.h / ggml-quants.c (dequantize_row_*).
  *
  * Alignment: rows are stored at even byte offsets (every block size is even), so 16-bit loads
  * of d/dmin are aligned; everything else is read byte by byte.
