@@ -228,7 +228,8 @@ static void x_prepare(qmm_type type, const layout *lo, const float *x, int64_t k
 /* ---------------------------------------------------------------------------------------
  * W decoders: chunk ch of a row into wv[8] (bytes in elem() order; parts beyond the row's
  * end are zero) and the natural-order float scales dw[0..1] / mins mw[0..1] (sub-block i of
- * the chunk in lane i % 16 of vector i / 16; zero beyond the row's end).
+ * the chunk in lane i % 16 of vector i / 16; zero beyond the row's end); q2_K and q3_K give
+ * them in result-lane order instead (a byte shuffle of the scales before widening).
  * ------------------------------------------------------------------------------------- */
 
 /* The 8 six-bit scales (bytes of *sc8, sub-block order) and 8 mins (*mn8) of a q4_K / q5_K
@@ -417,9 +418,26 @@ static inline __m128i q3_scales(const uint8_t *p) {
     return _mm_sub_epi8(_mm_or_si128(lo, _mm_slli_epi16(hi, 4)), _mm_set1_epi8(32));
 }
 
+/* q2_K, q3_K: the 2-bit quants of the 64 qs bytes z of a super-block straight into the four
+ * registers of elem()'s order: register 2p takes the even qwords of z (twice: bit pair 2p in
+ * the low four qwords, 2p + 1 in the high four), register 2p + 1 the odd ones (one qword
+ * permute and one variable shift each, instead of four shifts and four two-source permutes). */
+static inline __attribute__((always_inline)) void pairs_2bit(__m512i z, __m512i three,
+                                                             __m512i out[4]) {
+    const __m512i ze = _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 2, 4, 6, 0, 2, 4, 6), z);
+    const __m512i zo = _mm512_permutexvar_epi64(_mm512_setr_epi64(1, 3, 5, 7, 1, 3, 5, 7), z);
+    const __m512i s01 = _mm512_setr_epi64(0, 0, 0, 0, 2, 2, 2, 2);
+    const __m512i s23 = _mm512_setr_epi64(4, 4, 4, 4, 6, 6, 6, 6);
+    out[0] = _mm512_and_si512(_mm512_srlv_epi64(ze, s01), three);
+    out[1] = _mm512_and_si512(_mm512_srlv_epi64(zo, s01), three);
+    out[2] = _mm512_and_si512(_mm512_srlv_epi64(ze, s23), three);
+    out[3] = _mm512_and_si512(_mm512_srlv_epi64(zo, s23), three);
+}
+
 /* q2_K, q3_K, q6_K: nsb (1..2) super-blocks at sb0. */
 static inline __attribute__((always_inline)) void decode_k16(
-    qmm_type type, const unsigned char *sb0, int nsb, __m512i wv[8], __m512 dw[2], __m512 mw[2]) {
+    qmm_type type, const unsigned char *sb0, int nsb, __m128i sc_order, __m512i wv[8],
+    __m512 dw[2], __m512 mw[2]) {
     const __m512i even = _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14);
     const __m512i odd = _mm512_setr_epi64(1, 3, 5, 7, 9, 11, 13, 15);
     const __m512i low4 = _mm512_set1_epi8(0x0F), three = _mm512_set1_epi8(3);
@@ -453,11 +471,9 @@ static inline __attribute__((always_inline)) void decode_k16(
         } else if (type == QMM_TYPE_Q2_K) {
             const block_q2_K *blk = (const block_q2_K *)(sb0 + (size_t)h * sizeof(block_q2_K));
             const __m512i z = _mm512_loadu_si512(blk->qs);
-            R[0] = _mm512_and_si512(z, three);
-            R[1] = _mm512_and_si512(_mm512_srli_epi16(z, 2), three);
-            R[2] = _mm512_and_si512(_mm512_srli_epi16(z, 4), three);
-            R[3] = _mm512_and_si512(_mm512_srli_epi16(z, 6), three);
-            const __m512i sc = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)blk->scales));
+            pairs_2bit(z, three, &wv[4 * h]);
+            const __m512i sc = _mm512_cvtepu8_epi32(
+                _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)blk->scales), sc_order));
             const __m128 f = f16_pair(&blk->d); /* d, dmin */
             dw[h] = _mm512_mul_ps(_mm512_set1_ps(_mm_cvtss_f32(f)),
                                   _mm512_cvtepi32_ps(_mm512_and_si512(sc, _mm512_set1_epi32(15))));
@@ -466,22 +482,35 @@ static inline __attribute__((always_inline)) void decode_k16(
         } else { /* q3_K: low 2 bits as q2_K, plus 4 where bit 4(j/32) + s of hmask[j%32] */
             const block_q3_K *blk = (const block_q3_K *)(sb0 + (size_t)h * sizeof(block_q3_K));
             const __m512i z = _mm512_loadu_si512(blk->qs);
+            pairs_2bit(z, three, &wv[4 * h]);
+            /* hmask qwords in the same order: byte j (0..63) of a qs qword pair p goes with
+             * hmask[j % 32], bit 4(j / 32) + s; hmask qwords 0, 2 (even qs qwords) and 1, 3
+             * (odd), the wanted bit rotated to bit 2 of its byte, merged above bits 0..1 */
             const __m512i hm =
-                _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)blk->hmask));
-            const __m512i four = _mm512_set1_epi8(4);
-            for (int s = 0; s < 4; s++) {
-                const __m512i sel = _mm512_inserti64x4(_mm512_set1_epi8((char)(1 << s)),
-                                                       _mm256_set1_epi8((char)(16 << s)), 1);
-                const __m512i r = _mm512_and_si512(_mm512_srli_epi16(z, 2 * s), three);
-                R[s] = _mm512_mask_add_epi8(r, _mm512_test_epi8_mask(hm, sel), r, four);
+                _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)blk->hmask));
+            const __m512i hm_a =
+                _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 2, 0, 2, 0, 2, 0, 2), hm);
+            const __m512i hm_b =
+                _mm512_permutexvar_epi64(_mm512_setr_epi64(1, 3, 1, 3, 1, 3, 1, 3), hm);
+            /* qword i of pair p: s = 2p + i / 4, bit b = s + 4 (i % 4 >= 2); rotate left 2 - b;
+             * ternary 0xD8: bit 2 of each byte from the rotated hmask, the rest from the quant */
+            const __m512i rot[2] = {_mm512_setr_epi64(2, 2, 62, 62, 1, 1, 61, 61),
+                                    _mm512_setr_epi64(0, 0, 60, 60, 63, 63, 59, 59)};
+            const __m512i bit2 = _mm512_set1_epi8(4);
+            for (int p = 0; p < 2; p++) {
+                __m512i *v = &wv[4 * h + 2 * p];
+                v[0] = _mm512_ternarylogic_epi32(v[0], _mm512_rolv_epi64(hm_a, rot[p]), bit2, 0xD8);
+                v[1] = _mm512_ternarylogic_epi32(v[1], _mm512_rolv_epi64(hm_b, rot[p]), bit2, 0xD8);
             }
             dw[h] = _mm512_mul_ps(_mm512_set1_ps(f16_one(&blk->d)),
-                                  _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q3_scales(blk->scales))));
+                                  _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
+                                      _mm_shuffle_epi8(q3_scales(blk->scales), sc_order))));
         }
-        for (int p = 0; p < 2; p++) {
-            wv[4 * h + 2 * p] = _mm512_permutex2var_epi64(R[2 * p], even, R[2 * p + 1]);
-            wv[4 * h + 2 * p + 1] = _mm512_permutex2var_epi64(R[2 * p], odd, R[2 * p + 1]);
-        }
+        if (type == QMM_TYPE_Q6_K)
+            for (int p = 0; p < 2; p++) {
+                wv[4 * h + 2 * p] = _mm512_permutex2var_epi64(R[2 * p], even, R[2 * p + 1]);
+                wv[4 * h + 2 * p + 1] = _mm512_permutex2var_epi64(R[2 * p], odd, R[2 * p + 1]);
+            }
     }
 }
 
@@ -541,6 +570,9 @@ static inline __attribute__((always_inline)) void row_kernel(
     const bool kq = k_quant(type), two = sub16(type), mins = has_min(type);
     const int shift = offset_shift(type);
     const int64_t chunks = (k + CHUNK - 1) / CHUNK;
+    /* 16-element sub-blocks: lanes 0..15 hold those of the chunk's first super-block, so the
+     * bytes of idx0 order a super-block's 16 scales as its lanes */
+    const __m128i sc_order = _mm512_cvtepi32_epi8(idx0);
     const size_t chunk_bytes = block_bytes(type) * (kq ? 2 : 16);
     __m512 accs[GROUP][NMAX];
     for (int r = 0; r < R; r++)
@@ -562,9 +594,14 @@ static inline __attribute__((always_inline)) void row_kernel(
         else if (type == QMM_TYPE_Q4_K || type == QMM_TYPE_Q5_K)
             decode_k4(type, c0, left >= CHUNK ? 2 : 1, wv, dn, mn);
         else
-            decode_k16(type, c0, left >= CHUNK ? 2 : 1, wv, dn, mn);
-        /* natural sub-block order -> lane order */
-        if (two) {
+            decode_k16(type, c0, left >= CHUNK ? 2 : 1, sc_order, wv, dn, mn);
+        /* natural sub-block order -> lane order (q2_K, q3_K: decoded in lane order) */
+        if (type == QMM_TYPE_Q2_K || type == QMM_TYPE_Q3_K) {
+            dw[0] = dn[0];
+            dw[1] = dn[1];
+            mw[0] = mn[0];
+            mw[1] = mn[1];
+        } else if (two) {
             dw[0] = _mm512_permutex2var_ps(dn[0], idx0, dn[1]);
             dw[1] = _mm512_permutex2var_ps(dn[0], idx1, dn[1]);
             if (mins) {
