@@ -122,33 +122,9 @@ static void usage(FILE *f) {
 }
 
 static bool parse_types(const char *name, const char *s, bench_opts *o) {
-    char **items;
-    size_t n;
-    if (!opt_split(name, s, &items, &n)) return false;
-    bool ok = true;
-    o->n_types = 0;
-    for (size_t i = 0; i < n && ok; i++) {
-        qmm_type t;
-        if (qmm_type_from_name(items[i], &t) != QMM_OK) {
-            fprintf(stderr, "qmm bench: %s: unknown type '%s'\n", name, items[i]);
-            ok = false;
-        } else if (!qmm_type_is_weight(t)) {
-            fprintf(stderr, "qmm bench: %s: '%s' is not a weight type\n", name, items[i]);
-            ok = false;
-        } else {
-            bool dup = false;
-            for (int j = 0; j < o->n_types; j++) dup |= o->types[j] == t;
-            if (dup) {
-                fprintf(stderr, "qmm bench: %s: type '%s' is listed twice\n", name, items[i]);
-                ok = false;
-            } else {
-                o->types[o->n_types++] = t;
-            }
-        }
-    }
-    opt_list_free(items);
-    o->types_given = ok;
-    return ok;
+    o->types_given = opt_weight_types(name, s, o->types, (int)(sizeof o->types / sizeof o->types[0]),
+                                      &o->n_types);
+    return o->types_given;
 }
 
 static bool parse_strategies(const char *s, bench_opts *o) {

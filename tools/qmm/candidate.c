@@ -93,26 +93,7 @@ static bool check_threads(const char *name, int64_t t) {
 }
 
 static bool parse_types(const char *name, const char *s, candidate_opts *o) {
-    char **items;
-    size_t n;
-    if (!opt_split(name, s, &items, &n)) return false;
-    bool ok = true;
-    o->n_types = 0;
-    for (size_t i = 0; i < n && ok; i++) {
-        qmm_type t;
-        if (qmm_type_from_name(items[i], &t) != QMM_OK || !qmm_type_is_weight(t)) {
-            fprintf(stderr, "qmm bench: %s: '%s' is not a weight type\n", name, items[i]);
-            ok = false;
-        }
-        for (int j = 0; ok && j < o->n_types; j++)
-            if (o->types[j] == t) {
-                fprintf(stderr, "qmm bench: %s: type '%s' is listed twice\n", name, items[i]);
-                ok = false;
-            }
-        if (ok) o->types[o->n_types++] = t;
-    }
-    opt_list_free(items);
-    return ok;
+    return opt_weight_types(name, s, o->types, (int)(sizeof o->types / sizeof o->types[0]), &o->n_types);
 }
 
 static char *read_file(const char *path) {

@@ -131,3 +131,34 @@ bool opt_writable_file(const char *name, const char *path) {
     fclose(f);
     return true;
 }
+
+bool opt_weight_types(const char *name, const char *s, qmm_type *types, int max, int *count) {
+    char **items;
+    size_t n;
+    if (!opt_split(name, s, &items, &n)) return false;
+    bool ok = true;
+    *count = 0;
+    for (size_t i = 0; i < n && ok; i++) {
+        qmm_type t;
+        if (qmm_type_from_name(items[i], &t) != QMM_OK) {
+            fprintf(stderr, "qmm bench: %s: unknown type '%s'\n", name, items[i]);
+            ok = false;
+        } else if (!qmm_type_is_weight(t)) {
+            fprintf(stderr, "qmm bench: %s: '%s' is not a weight type\n", name, items[i]);
+            ok = false;
+        } else {
+            for (int j = 0; ok && j < *count; j++)
+                if (types[j] == t) {
+                    fprintf(stderr, "qmm bench: %s: type '%s' is listed twice\n", name, items[i]);
+                    ok = false;
+                }
+            if (ok && *count == max) {
+                fprintf(stderr, "qmm bench: %s: more than %d types\n", name, max);
+                ok = false;
+            }
+            if (ok) types[(*count)++] = t;
+        }
+    }
+    opt_list_free(items);
+    return ok;
+}

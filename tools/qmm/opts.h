@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "qmm.h"
+
 /* Parse a whole decimal integer in [lo, hi]. Rejects empty strings, signs where lo >= 0
  * would be violated, trailing characters, spaces, and values out of range. */
 bool opt_i64(const char *name, const char *s, int64_t lo, int64_t hi, int64_t *out);
@@ -32,6 +34,10 @@ bool opt_shape(const char *name, const char *s, int64_t hi, int64_t *m, int64_t 
 /* Environment variable `var` as an integer in [lo, hi]. Returns true with *is_set = false
  * when it is unset; an empty or unparseable value is an error (false). */
 bool opt_env_i64(const char *var, int64_t lo, int64_t hi, int64_t *out, bool *is_set);
+
+/* A comma-separated list of weight type names (qmm_type_from_name; f32 .. q6_K, no q8_K), each
+ * at most once, into types[0 .. *count - 1] (at most `max`). */
+bool opt_weight_types(const char *name, const char *s, qmm_type *types, int max, int *count);
 
 /* Check now that `path` (the value of flag `name`) can be written, so a long run does not
  * fail only at its end: the file is created (truncated) and closed. */
