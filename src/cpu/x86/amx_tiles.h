@@ -9,6 +9,8 @@
 #ifndef QMM_CPU_X86_AMX_TILES_H
 #define QMM_CPU_X86_AMX_TILES_H
 
+#include <immintrin.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -34,5 +36,21 @@ static inline void qmm_amx_tiles_configure(const uint16_t colsb[8], const uint8_
 
 /* Release the tile state of the calling thread. */
 static inline void qmm_amx_tiles_release(void) { __asm__ volatile("tilerelease" ::: "memory"); }
+
+/* The four f32 accumulator tiles tmm0..tmm3 of a 16-row X block at the start of a k range:
+ * zero (first) or the partial sums stored at `acc` (four 16 x 16 f32 tiles, 1 KiB apart). */
+static inline void qmm_amx_acc_begin(const float *acc, bool first) {
+    if (first) {
+        _tile_zero(0);
+        _tile_zero(1);
+        _tile_zero(2);
+        _tile_zero(3);
+    } else {
+        _tile_loadd(0, acc, 64);
+        _tile_loadd(1, acc + 256, 64);
+        _tile_loadd(2, acc + 512, 64);
+        _tile_loadd(3, acc + 768, 64);
+    }
+}
 
 #endif /* QMM_CPU_X86_AMX_TILES_H */

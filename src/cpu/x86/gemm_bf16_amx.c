@@ -209,17 +209,7 @@ static void block(const qmm_x86_bf16_tiles *w, const uint16_t *xb, int64_t ldxb,
             __builtin_prefetch(y + (j0 + r) * ldy + i0 + cols - 1, 1, 3);
         }
     }
-    if (first) {
-        _tile_zero(0);
-        _tile_zero(1);
-        _tile_zero(2);
-        _tile_zero(3);
-    } else {
-        _tile_loadd(0, acc, 64);
-        _tile_loadd(1, acc + 256, 64);
-        _tile_loadd(2, acc + 512, 64);
-        _tile_loadd(3, acc + 768, 64);
-    }
+    qmm_amx_acc_begin(acc, first);
     if (w->parts == 3) {
         /* f32 weights: x = xh + xm + xl and w = wh + wm + wl (bf16 parts 0, 1, 2); per k
          * step the six products down to 2^-17 relative, in this fixed order:

@@ -447,22 +447,6 @@ static void store_tile_t(const float *cbuf, float *y, int64_t ldy, int64_t n, in
         }
 }
 
-/* The accumulators of one X block at the start of a chunk: zero (first chunk) or the
- * partial sums stored at the end of the previous one. */
-static inline void acc_begin(const float *acc, bool first) {
-    if (first) {
-        _tile_zero(0);
-        _tile_zero(1);
-        _tile_zero(2);
-        _tile_zero(3);
-    } else {
-        _tile_loadd(0, acc, 64);
-        _tile_loadd(1, acc + 256, 64);
-        _tile_loadd(2, acc + 512, 64);
-        _tile_loadd(3, acc + 768, 64);
-    }
-}
-
 /* One k step of one X block: a0/a1 the W tiles (mt of them), b0/b1 the X tiles (nt).
  * tmm0 = W0 x X0, tmm1 = W1 x X0, tmm2 = W0 x X1, tmm3 = W1 x X1 (rows: W, cols: X). */
 static inline void tile_step(const uint16_t *a0, const uint16_t *a1, const uint16_t *b0,
@@ -537,7 +521,7 @@ static void run_group(const qmm_x86_bf16_otf *w, int64_t i0, const uint16_t *xv,
         for (int64_t xb = 0; xb < x_blocks; xb++) {
             const int nt = x_tiles - 2 * xb >= 2 ? 2 : 1;
             const uint16_t *b0 = xv + (size_t)(2 * xb * kc + c0) * 512, *b1 = b0 + (size_t)kc * 512;
-            if (!keep || first) acc_begin(acc + (size_t)xb * 1024, first);
+            if (!keep || first) qmm_amx_acc_begin(acc + (size_t)xb * 1024, first);
             for (int64_t s = 0; s < steps; s++) {
                 tile_step(a0 + s * 512, a1 + s * 512, b0 + s * 512, b1 + s * 512, mt, nt);
                 unit++;
