@@ -10,7 +10,8 @@
  * the strategy's limits with NaN-poisoned padding (ldy > m) that must survive and exact-size
  * device buffers; 100 repeated runs bit-identical; a CUDA graph of every strategy replayed on
  * new inputs; input produced on the caller's stream behind a slow kernel; batch invariance;
- * bad input rejected with Y untouched; weights beyond the f16 range refused by f16 paths.
+ * bad input rejected with Y untouched; weights beyond the f16 range refused by f16 paths;
+ * every type x strategy x n in {1, 8, 9, 64, 512, 2048} on the LFM2.5-350M shapes (not quick).
  */
 #include <math.h>
 #include <setjmp.h>
@@ -378,6 +379,52 @@ static void test_matmul_all(void **state) {
         }
     }
     print_message("test_matmul_all: %d checked runs\n", runs);
+    qmm_context_free(ctx);
+}
+
+/* The issue's matrix: every type x strategy (and auto) x n in {1, 8, 9, 64, 512, 2048} x the
+ * LFM2.5-350M shapes (m x k = 4608x1024, 1024x4608, 3072x1024, 1024x1024, 512x1024; the
+ * presets of `qmm bench`) against the reference, X rows 16-byte aligned (ldx = k) as a model's
+ * activations are, Y's padding poisoned. The tail shapes are test_matmul_all's. Not in quick
+ * mode (the float64 reference of n = 2048 takes a few seconds per shape on 16 cores). */
+static void test_matmul_lfm(void **state) {
+    (void)state;
+    if (quick()) skip();
+    static const int64_t shapes[][2] = {{4608, 1024}, {1024, 4608}, {3072, 1024}, {1024, 1024}, {512, 1024}};
+    static const int64_t ns[] = {1, 8, 9, 64, 512, 2048};
+    const int n_n = (int)(sizeof ns / sizeof ns[0]);
+    tu_rng r = tu_rng_make(2026);
+    qmm_context *ctx = cuda_context(0, NULL);
+    int runs = 0;
+    for (size_t ti = 0; ti < N_TYPES; ti++) {
+        for (size_t shi = 0; shi < sizeof shapes / sizeof shapes[0]; shi++) {
+            problem p;
+            g_ldx_pad = 0;
+            problem_make(&p, k_types[ti], shapes[shi][0], shapes[shi][1], ns[n_n - 1], &r);
+            g_ldx_pad = 5;
+            qmm_weights *w = NULL;
+            QMM_OK_(qmm_weights_create(ctx, p.w.type, p.m, p.k, p.w.buf.data, p.w.row_stride, &w));
+            for (int ni = 0; ni < n_n; ni++) {
+                dev_io io;
+                dev_io_make(ctx, &p, ns[ni], &io);
+                for (size_t si = 0; si <= N_STRATEGIES; si++) {
+                    const qmm_strategy want = si < N_STRATEGIES ? k_strategies[si] : QMM_STRATEGY_AUTO;
+                    if (strategy_skipped(want) || int8_refused(p.w.type, want)) continue;
+                    QMM_OK_(qmm_context_set_strategy(ctx, want));
+                    qmm_strategy ran;
+                    QMM_OK_(qmm_matmul_strategy(ctx, w, ns[ni], &ran));
+                    dev_io_poison_y(ctx, &io);
+                    QMM_OK_(qmm_matmul(ctx, w, ns[ni], io.x, p.ldx, io.y, p.ldy));
+                    check_y(ctx, &p, &io, ns[ni], ran, want == QMM_STRATEGY_AUTO ? "lfm auto" : "lfm");
+                    runs++;
+                }
+                dev_io_free(ctx, &io);
+            }
+            qmm_weights_free(w);
+            problem_free(&p);
+        }
+    }
+    print_message("test_matmul_lfm: %d checked runs (13 types x 5 shapes x 6 n)\n", runs);
     qmm_context_free(ctx);
 }
 
@@ -1056,6 +1103,7 @@ int main(void) {
         cmocka_unit_test(test_int8_q8_0_minus128),
         cmocka_unit_test(test_int8_identity_probe),
         cmocka_unit_test(test_matmul_all),
+        cmocka_unit_test(test_matmul_lfm),
         cmocka_unit_test(test_large_extents),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
