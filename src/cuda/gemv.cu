@@ -47,8 +47,6 @@
 #include "cuda/cuda_internal.h"
 #include "cuda/dequant.cuh"
 
-#include <stdlib.h>
-
 namespace {
 
 constexpr int kWarps = 8; /* warps per block */
@@ -179,28 +177,10 @@ __device__ __forceinline__ void gemv_unit(const uint8_t *const (&rows)[RW], int6
     }
 }
 
-/* L2 prefetch of the bytes [lo, hi) of a row (lo < hi <= row_bytes): lane i names the 128-byte
- * lines i, i + 32, ... of the range, each by an address inside the range. No value is read, so
- * nothing about the result changes; the warp's row streams from DRAM ahead of its loads. */
-__device__ __forceinline__ void gemv_prefetch(const uint8_t *row, size_t lo, size_t hi, int lane, int mode) {
-    const uintptr_t b = (uintptr_t)row + lo, e = (uintptr_t)row + hi;
-#if __CUDA_ARCH__ >= 900
-    if (mode == 2) {
-        /* one bulk prefetch by lane 0: 16-byte aligned start and size inside the range */
-        const uintptr_t b16 = (b + 15) & ~(uintptr_t)15, e16 = e & ~(uintptr_t)15;
-        if (lane == 0 && e16 > b16)
-            asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(b16), "r"((unsigned)(e16 - b16)) : "memory");
-        return;
-    }
-#endif
-    for (uintptr_t a = (b & ~(uintptr_t)127) + 128 * (uintptr_t)lane; a < e; a += 32 * 128)
-        asm volatile("prefetch.global.L2 [%0];" ::"l"(a < b ? b : a));
-}
-
 template <int T, int NT>
 __global__ void __launch_bounds__(kThreads, NT == 1 ? 4 : 1)
 gemv_kernel(const uint8_t *__restrict__ w, size_t row_bytes, int64_t m, int64_t k, int64_t n,
-            const float *__restrict__ x, int64_t ldx, float *__restrict__ y, int64_t ldy, int pf) {
+            const float *__restrict__ x, int64_t ldx, float *__restrict__ y, int64_t ldy) {
     constexpr int RW = gemv_rows_per_warp<T, NT>::v;
     constexpr int CH = gemv_chunk<NT>::v;
     constexpr int CS = CH / 128 * gemv_quad_row<T>::v; /* floats per token of a staged chunk */
@@ -226,16 +206,6 @@ gemv_kernel(const uint8_t *__restrict__ w, size_t row_bytes, int64_t m, int64_t 
             for (int t = 0; t < NT; t++) acc[i][t] = 0.0f;
         for (int64_t c0 = 0; c0 < k; c0 += CH) {
             const int kc = (int)(k - c0 < CH ? k - c0 : CH);
-            if (pf && live) {
-                /* W of this chunk and the next at the first chunk, then the next chunk's */
-                constexpr int QK = qmm_cuda_qk<T>::v;
-                const size_t bb = row_bytes / (size_t)((k + QK - 1) / QK); /* bytes per block */
-                const int64_t p0 = c0 == 0 ? 0 : c0 + CH, p1 = c0 + 2 * CH < k ? c0 + 2 * CH : k;
-                if (p0 < p1)
-#pragma unroll
-                    for (int i = 0; i < RW; i++)
-                        gemv_prefetch(rows[i], (size_t)(p0 / QK) * bb, (size_t)((p1 + QK - 1) / QK) * bb, lane, pf);
-            }
             const int n4 = (kc + 3) / 4;
             __syncthreads(); /* every warp is done with the previous chunk */
             for (int i = threadIdx.x; i < NT * n4; i += kThreads) {
@@ -282,11 +252,7 @@ void gemv_launch(const uint8_t *w, size_t row_bytes, int64_t m, int64_t k, int64
     constexpr int64_t rows_per_block = (int64_t)kWarps * gemv_rows_per_warp<T, NT>::v;
     const int64_t groups = (n + NT - 1) / NT;
     dim3 grid((unsigned)((m + rows_per_block - 1) / rows_per_block), (unsigned)(groups < 65535 ? groups : 65535));
-    static const int pf = [] {
-        const char *v = getenv("QMM_CUDA_GEMV_PF"); /* EXPERIMENT: 0 off, 1 lines, 2 bulk */
-        return v ? atoi(v) : 1;
-    }();
-    gemv_kernel<T, NT><<<grid, kThreads, 0, s>>>(w, row_bytes, m, k, n, x, ldx, y, ldy, pf);
+    gemv_kernel<T, NT><<<grid, kThreads, 0, s>>>(w, row_bytes, m, k, n, x, ldx, y, ldy);
 }
 
 template <int T> struct GemvLaunch {
