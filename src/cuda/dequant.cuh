@@ -50,10 +50,21 @@ __device__ __forceinline__ float qmm_cuda_h2f_scale(uint16_t h) {
 __device__ __forceinline__ float qmm_cuda_i2f_small(int q) {
     return __fsub_rn(__int_as_float(0x4B400000 + q), 12582912.0f);
 }
-/* (float)((int)q - OFF) for 0 <= q < 2^22 and 0 <= OFF < 2^22, exact by the same argument: OR
- * places q in the low mantissa bits, and 1.5 * 2^23 + OFF is an exact float constant. */
-template <int OFF> __device__ __forceinline__ float qmm_cuda_u2f_minus(uint32_t q) {
-    return __fsub_rn(__uint_as_float(0x4B400000u | q), 12582912.0f + (float)OFF);
+/* Quant fields without shifts: the bits of a field that sits at bit p of a word, q * 2^p
+ * (already masked in place, q * 2^p < 2^22), ORed into the mantissa of 1.5 * 2^23 give the
+ * float 1.5 * 2^23 + q * 2^p exactly, and subtracting the exact constant 1.5 * 2^23 +
+ * off * 2^p leaves (q - off) * 2^p exactly: one LOP3 (mask and OR together) and one FADD per
+ * element. The decoders then multiply by qmm_cuda_scale_p(s, p) = s * 2^-p, an exact power-of-
+ * two scaling for every scale they use (0, Inf, NaN, or |s| >= 2^-24: f16 scales and their
+ * products with integer sub-block scales; p <= 14), so the product is the same real number
+ * as (q - off) * s and rounds to the same float: bit-identical to
+ * __fmul_rn((float)(q - off), s). Fields at bit 16 or above are read from the word shifted
+ * right by 16 (one shift per word, not per element). */
+__device__ __forceinline__ float qmm_cuda_field(uint32_t bits_at_p, int p, int off) {
+    return __fsub_rn(__uint_as_float(bits_at_p | 0x4B400000u), 12582912.0f + (float)off * (float)(1u << p));
+}
+__device__ __forceinline__ float qmm_cuda_scale_p(float s, int p) {
+    return p == 0 ? s : __fmul_rn(s, __uint_as_float((uint32_t)(127 - p) << 23));
 }
 
 __device__ __forceinline__ uint16_t qmm_cuda_ld16(const uint8_t *p) {
@@ -260,7 +271,15 @@ template <int BYTES, int QS, int QH, bool MIN, bool A4, int OFF> struct qmm_cuda
         const uint8_t *b = row + (u >> 2) * BYTES;
         const int i = (int)(u & 3);
         const int64_t e0 = (u >> 2) * 32;
-        const uint32_t qs = A4 ? qmm_cuda_ld32(b + QS + 4 * i) : qmm_cuda_ld32_a2(b + QS + 4 * i);
+        /* qs bytes 4i..4i+3 as two 16-bit halves (bytes 4i, 4i+1 and 4i+2, 4i+3) */
+        uint32_t qlo, qhi;
+        if (A4) {
+            qlo = qmm_cuda_ld32(b + QS + 4 * i);
+            qhi = qlo >> 16;
+        } else {
+            qlo = qmm_cuda_ld16(b + QS + 4 * i);
+            qhi = qmm_cuda_ld16(b + QS + 4 * i + 2);
+        }
         const uint32_t qh = QH >= 0 ? (A4 ? qmm_cuda_ld32(b + QH) : qmm_cuda_ld32_a2(b + QH)) : 0u;
         const float d = qmm_cuda_h2f_scale(qmm_cuda_ld16(b));
         const float mn = MIN ? qmm_cuda_h2f_scale(qmm_cuda_ld16(b + 2)) : 0.0f;
@@ -269,11 +288,13 @@ template <int BYTES, int QS, int QH, bool MIN, bool A4, int OFF> struct qmm_cuda
 #pragma unroll
             for (int j = 0; j < 4; j++) {
                 const int jj = 16 * half + 4 * i + j;
-                uint32_t q = (qs >> (8 * j + 4 * half)) & 0xFu;
-                if (QH >= 0) q |= ((qh >> jj) & 1u) << 4;
-                /* (float)q resp. (float)(q - OFF), exact (qmm_cuda_u2f_minus) */
-                const float w = MIN ? __fadd_rn(__fmul_rn(qmm_cuda_u2f_minus<0>(q), d), mn)
-                                    : __fmul_rn(qmm_cuda_u2f_minus<OFF>(q), d);
+                /* the nibble of qs byte j (low: half 0, high: half 1) sits at bit p of its half */
+                const int p = 8 * (j & 1) + 4 * half;
+                uint32_t bits = (j < 2 ? qlo : qhi) & (0xFu << p);
+                if (QH >= 0) bits |= ((qh >> jj) & 1u) << (p + 4);
+                /* (float)(q - OFF) * d resp. (float)q * d + m, exact field (qmm_cuda_field) */
+                const float w = MIN ? __fadd_rn(__fmul_rn(qmm_cuda_field(bits, p, 0), qmm_cuda_scale_p(d, p)), mn)
+                                    : __fmul_rn(qmm_cuda_field(bits, p, OFF), qmm_cuda_scale_p(d, p));
                 f(e0 + jj, w);
             }
         }
@@ -291,12 +312,16 @@ template <> struct qmm_cuda_part<QMM_TYPE_Q8_0> {
         const uint8_t *b = row + (u >> 2) * sizeof(block_q8_0);
         const int i = (int)(u & 3);
         const int64_t e0 = (u >> 2) * 32 + 8 * i;
-        const uint32_t q0 = qmm_cuda_ld32_a2(b + 2 + 8 * i), q1 = qmm_cuda_ld32_a2(b + 6 + 8 * i);
+        uint32_t h[4]; /* qs bytes 8i..8i+7 as four 16-bit halves */
+#pragma unroll
+        for (int t = 0; t < 4; t++) h[t] = qmm_cuda_ld16(b + 2 + 8 * i + 2 * t);
         const float d = qmm_cuda_h2f_scale(qmm_cuda_ld16(b));
 #pragma unroll
         for (int j = 0; j < 8; j++) {
-            const int8_t q = (int8_t)(((j < 4 ? q0 : q1) >> (8 * (j & 3))) & 0xFFu);
-            f(e0 + j, __fmul_rn(qmm_cuda_i2f_small(q), d));
+            /* int8 q at bit p of its half: q ^ 0x80 = q + 128 as an unsigned field, off 128 */
+            const int p = 8 * (j & 1);
+            const uint32_t bits = (h[j >> 1] ^ (0x80u << p)) & (0xFFu << p);
+            f(e0 + j, __fmul_rn(qmm_cuda_field(bits, p, 128), qmm_cuda_scale_p(d, p)));
         }
     }
 };
@@ -316,8 +341,9 @@ template <> struct qmm_cuda_part<QMM_TYPE_Q2_K> {
             const float dl = __fmul_rn(d, (float)(sc & 0xF)), ml = __fmul_rn(dmin, (float)(sc >> 4));
 #pragma unroll
             for (int j = 0; j < 4; j++) {
-                const uint32_t q = (qs >> (8 * j + 2 * p)) & 3u;
-                f(e0 + 32 * p + j, __fsub_rn(__fmul_rn(dl, qmm_cuda_u2f_minus<0>(q)), ml));
+                const int pos = 8 * j + 2 * p, f0 = pos & 15; /* bit of q in qs, in its half */
+                const uint32_t bits = (pos >= 16 ? qs >> 16 : qs) & (3u << f0);
+                f(e0 + 32 * p + j, __fsub_rn(__fmul_rn(qmm_cuda_scale_p(dl, f0), qmm_cuda_field(bits, f0, 0)), ml));
             }
         }
     }
@@ -368,9 +394,10 @@ template <int T, int QS, bool HIGH> struct qmm_cuda_part_k45 {
 #pragma unroll
             for (int j = 0; j < 16; j++) {
                 const uint32_t wq = qmm_cuda_u4_word(qs, j >> 2);
-                uint32_t q = (wq >> (8 * (j & 3) + 4 * s)) & 0xFu;
-                if (HIGH) q |= ((qmm_cuda_u4_word(qh, j >> 2) >> (8 * (j & 3) + 2 * c + s)) & 1u) << 4;
-                f(e0 + 32 * s + j, __fsub_rn(__fmul_rn(d1, qmm_cuda_u2f_minus<0>(q)), m1));
+                const int pos = 8 * (j & 3) + 4 * s, p = pos & 15; /* bit of the nibble, in its half */
+                uint32_t bits = (pos >= 16 ? wq >> 16 : wq) & (0xFu << p);
+                if (HIGH) bits |= ((qmm_cuda_u4_word(qh, j >> 2) >> (8 * (j & 3) + 2 * c + s)) & 1u) << (p + 4);
+                f(e0 + 32 * s + j, __fsub_rn(__fmul_rn(qmm_cuda_scale_p(d1, p), qmm_cuda_field(bits, p, 0)), m1));
             }
         }
     }
@@ -385,19 +412,21 @@ template <> struct qmm_cuda_part<QMM_TYPE_Q6_K> {
         const uint8_t *b = row + (u >> 4) * sizeof(block_q6_K);
         const int h = (int)((u >> 3) & 1), c = (int)(u & 7);
         const int64_t e0 = (u >> 4) * QK_K + 128 * h + 4 * c;
-        const uint32_t ql0 = qmm_cuda_ld32_a2(b + 64 * h + 4 * c), ql1 = qmm_cuda_ld32_a2(b + 64 * h + 32 + 4 * c);
+        /* ql bytes as 16-bit halves: qlh[p & 1][0] = bytes 0, 1 and [1] = bytes 2, 3 of the word */
+        const uint32_t qlh[2][2] = {{qmm_cuda_ld16(b + 64 * h + 4 * c), qmm_cuda_ld16(b + 64 * h + 4 * c + 2)},
+                                    {qmm_cuda_ld16(b + 64 * h + 32 + 4 * c), qmm_cuda_ld16(b + 64 * h + 32 + 4 * c + 2)}};
         const uint32_t qh = qmm_cuda_ld32_a2(b + 128 + 32 * h + 4 * c);
         const float d = qmm_cuda_h2f_scale(qmm_cuda_ld16(b + 208));
 #pragma unroll
         for (int p = 0; p < 4; p++) {
             const float sc = (float)(int8_t)b[192 + 8 * h + 2 * p + (c >> 2)];
             const float ds = __fmul_rn(d, sc);
-            const uint32_t ql = (p & 1) ? ql1 : ql0;
 #pragma unroll
             for (int j = 0; j < 4; j++) {
-                const uint32_t lo = (ql >> (8 * j + 4 * (p >> 1))) & 0xFu;
-                const uint32_t hi = (qh >> (8 * j + 2 * p)) & 3u;
-                f(e0 + 32 * p + j, __fmul_rn(ds, qmm_cuda_u2f_minus<32>(lo | (hi << 4))));
+                const int f0 = 8 * (j & 1) + 4 * (p >> 1); /* bit of the low nibble in its half */
+                uint32_t bits = qlh[p & 1][j >> 1] & (0xFu << f0);
+                bits |= ((qh >> (8 * j + 2 * p)) & 3u) << (f0 + 4);
+                f(e0 + 32 * p + j, __fmul_rn(qmm_cuda_scale_p(ds, f0), qmm_cuda_field(bits, f0, 32)));
             }
         }
     }

@@ -196,6 +196,10 @@ gemv_kernel(const uint8_t *__restrict__ w, size_t row_bytes, int64_t m, int64_t 
         rows[i] = w + (r[i] < m ? r[i] : m - 1) * row_bytes; /* rows past m: computed, not stored */
     }
     const bool vec = ((uintptr_t)x & 15u) == 0 && (ldx & 3) == 0;
+    /* one warp step: 32 units = kStepElems elements = whole blocks, step_bytes bytes of a row */
+    constexpr int kStepElems = 32 * gemv_unit_elems<T>::v, QK = qmm_cuda_qk<T>::v;
+    static_assert(kStepElems % QK == 0 && CH % kStepElems == 0, "a step holds whole blocks; a chunk whole steps");
+    const size_t step_bytes = row_bytes / (size_t)((k + QK - 1) / QK) * (size_t)(kStepElems / QK);
     const int64_t groups = (n + NT - 1) / NT;
     for (int64_t g = blockIdx.y; g < groups; g += gridDim.y) {
         const int64_t t0 = g * NT;
@@ -223,9 +227,22 @@ gemv_kernel(const uint8_t *__restrict__ w, size_t row_bytes, int64_t m, int64_t 
             /* u0 is a multiple of 32 (c0 is a multiple of 1024), so lane l takes u = u0 + l + 32j,
              * whose elements sit in column l of the chunk's step j */
             const float *xu = xs + 4 * lane;
+            /* The decoder sees each step's rows from the step's first block on (rs) and the
+             * lane's unit as unit `lane` of them (kl: the elements left from there): the same
+             * unit and bytes as unit u of the whole row, with the block address stepping by a
+             * constant instead of being recomputed from u (u - lane is a multiple of 32, so
+             * the step starts at a block boundary and unit lane has u's position in it). */
+            const uint8_t *rs[RW];
+#pragma unroll
+            for (int i = 0; i < RW; i++) rs[i] = rows[i] + (size_t)(c0 / kStepElems) * step_bytes;
+            int64_t kl = k - c0;
 #pragma unroll kUnroll
-            for (int64_t u = u0 + lane; u < u1; u += 32, xu += gemv_quad_row<T>::v * gemv_unit_elems<T>::v / 4)
-                gemv_unit<T, NT, RW, CS>(rows, u, k, xu, acc);
+            for (int64_t u = u0 + lane; u < u1; u += 32, xu += gemv_quad_row<T>::v * gemv_unit_elems<T>::v / 4) {
+                gemv_unit<T, NT, RW, CS>(rs, lane, kl, xu, acc);
+#pragma unroll
+                for (int i = 0; i < RW; i++) rs[i] += step_bytes;
+                kl -= kStepElems;
+            }
         }
         if (!live) continue;
 #pragma unroll
