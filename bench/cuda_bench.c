@@ -14,9 +14,10 @@
  *
  * Build (bench/gpu_run.sh does this): nvcc -O2 -o cuda_bench bench/cuda_bench.c -Iinclude
  *   <build>/libqmm.a -lcublas -lcublasLt -lnvrtc -lopenblas -lgomp -lm
- * Usage: cuda_bench [--quick] [--types T,T..] [--ns N,N..] [--decode-only]
- *   --quick: first shape only; --types / --ns: subsets (default q4_0,q4_K,q6_K,f16 and
- *   1,8,512,2048); --decode-only: only the two large n = 1 shapes.
+ * Usage: cuda_bench [--quick] [--types T,T..] [--ns N,N..] [--strategies S,S..] [--decode-only]
+ *   --quick: first shape only; --types / --ns / --strategies: subsets (default
+ *   q4_0,q4_K,q6_K,f16; 1,8,512,2048; every strategy and auto); --decode-only: only the two
+ *   large n = 1 shapes.
  */
 #include <math.h>
 #include <stdint.h>
@@ -58,6 +59,11 @@ static int cmp_double(const void *a, const void *b) {
         }                                                                                  \
     } while (0)
 
+/* The strategies timed per case (--strategies), in this order. */
+static qmm_strategy g_strategies[8] = {QMM_STRATEGY_GEMV, QMM_STRATEGY_DEQUANT_SGEMM, QMM_STRATEGY_CACHED_F16,
+                                       QMM_STRATEGY_FUSED, QMM_STRATEGY_FP8, QMM_STRATEGY_INT8, QMM_STRATEGY_AUTO};
+static int g_n_strategies = 7;
+
 static void run_case(qmm_context *ctx, qmm_type type, int64_t m, int64_t k, int64_t n) {
     size_t rb;
     CHECK(qmm_row_bytes(type, k, &rb));
@@ -81,10 +87,8 @@ static void run_case(qmm_context *ctx, qmm_type type, int64_t m, int64_t k, int6
     CHECK(qmm_buffer_alloc(ctx, (size_t)(SETS * n * k) * sizeof(float), (void **)&dx));
     CHECK(qmm_buffer_alloc(ctx, (size_t)(n * m) * sizeof(float), (void **)&dy));
     CHECK(qmm_buffer_upload(ctx, dx, x, (size_t)(SETS * n * k) * sizeof(float)));
-    const qmm_strategy strategies[] = {QMM_STRATEGY_GEMV, QMM_STRATEGY_DEQUANT_SGEMM,
-                                       QMM_STRATEGY_CACHED_F16, QMM_STRATEGY_FUSED, QMM_STRATEGY_FP8,
-                                       QMM_STRATEGY_INT8, QMM_STRATEGY_AUTO};
-    for (size_t si = 0; si < sizeof strategies / sizeof strategies[0]; si++) {
+    for (int si = 0; si < g_n_strategies; si++) {
+        const qmm_strategy *strategies = g_strategies;
         CHECK(qmm_context_set_strategy(ctx, strategies[si]));
         qmm_strategy chosen;
         if (qmm_matmul_strategy(ctx, w, n, &chosen) != QMM_OK) continue;
@@ -172,6 +176,10 @@ static int parse_type(const char *s, void *out, int i) {
     return qmm_type_from_name(s, &((qmm_type *)out)[i]) == QMM_OK;
 }
 
+static int parse_strategy(const char *s, void *out, int i) {
+    return qmm_strategy_from_name(s, &((qmm_strategy *)out)[i]) == QMM_OK;
+}
+
 static int parse_n(const char *s, void *out, int i) {
     char *end;
     const long long v = strtoll(s, &end, 10);
@@ -191,10 +199,13 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[i], "--decode-only") == 0) decode_only = 1;
         else if (strcmp(argv[i], "--types") == 0 && i + 1 < argc &&
                  (n_types = parse_list(argv[++i], 16, parse_type, types)) > 0) {
+        } else if (strcmp(argv[i], "--strategies") == 0 && i + 1 < argc &&
+                   (g_n_strategies = parse_list(argv[++i], 8, parse_strategy, g_strategies)) > 0) {
         } else if (strcmp(argv[i], "--ns") == 0 && i + 1 < argc &&
                    (n_ns = parse_list(argv[++i], 16, parse_n, ns)) > 0) {
         } else {
-            fprintf(stderr, "usage: cuda_bench [--quick] [--types T,T..] [--ns N,N..] [--decode-only]\n");
+            fprintf(stderr, "usage: cuda_bench [--quick] [--types T,T..] [--ns N,N..] [--strategies S,S..] "
+                            "[--decode-only]\n");
             return 2;
         }
     }

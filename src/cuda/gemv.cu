@@ -47,6 +47,8 @@
 #include "cuda/cuda_internal.h"
 #include "cuda/dequant.cuh"
 
+#include <stdlib.h>
+
 namespace {
 
 constexpr int kWarps = 8; /* warps per block */
@@ -177,7 +179,7 @@ __device__ __forceinline__ void gemv_unit(const uint8_t *const (&rows)[RW], int6
     }
 }
 
-template <int T, int NT>
+template <int T, int NT, int UN>
 __global__ void __launch_bounds__(kThreads, NT == 1 ? 4 : 1)
 gemv_kernel(const uint8_t *__restrict__ w, size_t row_bytes, int64_t m, int64_t k, int64_t n,
             const float *__restrict__ x, int64_t ldx, float *__restrict__ y, int64_t ldy) {
@@ -223,7 +225,7 @@ gemv_kernel(const uint8_t *__restrict__ w, size_t row_bytes, int64_t m, int64_t 
             if (!live) continue;
             const int64_t u0 = qmm_cuda_part<T>::units(c0), u1 = qmm_cuda_part<T>::units(c0 + kc);
             /* float types, and q4_K/q5_K (32-element units) at NT >= 4: 1 (no spills) */
-            constexpr int kUnroll = qmm_cuda_qk<T>::v > 1 && !(gemv_unit_elems<T>::v == 32 && NT >= 4) ? 2 : 1;
+            constexpr int kUnroll = UN > 0 ? UN : qmm_cuda_qk<T>::v > 1 && !(gemv_unit_elems<T>::v == 32 && NT >= 4) ? 2 : 1;
             /* u0 is a multiple of 32 (c0 is a multiple of 1024), so lane l takes u = u0 + l + 32j,
              * whose elements sit in column l of the chunk's step j */
             const float *xu = xs + 4 * lane;
@@ -263,20 +265,23 @@ gemv_kernel(const uint8_t *__restrict__ w, size_t row_bytes, int64_t m, int64_t 
     }
 }
 
-template <int T, int NT>
+template <int T, int NT, int UN = 0>
 void gemv_launch(const uint8_t *w, size_t row_bytes, int64_t m, int64_t k, int64_t n, const float *x,
                  int64_t ldx, float *y, int64_t ldy, cudaStream_t s) {
     constexpr int64_t rows_per_block = (int64_t)kWarps * gemv_rows_per_warp<T, NT>::v;
     const int64_t groups = (n + NT - 1) / NT;
     dim3 grid((unsigned)((m + rows_per_block - 1) / rows_per_block), (unsigned)(groups < 65535 ? groups : 65535));
-    gemv_kernel<T, NT><<<grid, kThreads, 0, s>>>(w, row_bytes, m, k, n, x, ldx, y, ldy);
+    gemv_kernel<T, NT, UN><<<grid, kThreads, 0, s>>>(w, row_bytes, m, k, n, x, ldx, y, ldy);
 }
 
 template <int T> struct GemvLaunch {
     static void run(const void *w, size_t row_bytes, int64_t m, int64_t k, int64_t n, const float *x,
                     int64_t ldx, float *y, int64_t ldy, cudaStream_t s) {
         const uint8_t *wb = (const uint8_t *)w;
-        if (n <= 1) gemv_launch<T, 1>(wb, row_bytes, m, k, n, x, ldx, y, ldy, s);
+        static const int un = [] { const char *v = getenv("QMM_CUDA_GEMV_UNROLL"); return v ? atoi(v) : 0; }(); /* EXPERIMENT */
+        if (n <= 1 && un == 4) gemv_launch<T, 1, 4>(wb, row_bytes, m, k, n, x, ldx, y, ldy, s);
+        else if (n <= 1 && un == 8) gemv_launch<T, 1, 8>(wb, row_bytes, m, k, n, x, ldx, y, ldy, s);
+        else if (n <= 1) gemv_launch<T, 1>(wb, row_bytes, m, k, n, x, ldx, y, ldy, s);
         else if (n <= 2) gemv_launch<T, 2>(wb, row_bytes, m, k, n, x, ldx, y, ldy, s);
         else if (n <= 4) gemv_launch<T, 4>(wb, row_bytes, m, k, n, x, ldx, y, ldy, s);
         else gemv_launch<T, 8>(wb, row_bytes, m, k, n, x, ldx, y, ldy, s);
