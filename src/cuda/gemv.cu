@@ -47,8 +47,6 @@
 #include "cuda/cuda_internal.h"
 #include "cuda/dequant.cuh"
 
-#include <stdlib.h>
-
 namespace {
 
 constexpr int kWarps = 8; /* warps per block */
@@ -71,6 +69,19 @@ template <int T> struct gemv_unit_elems {
                              : (T == QMM_TYPE_Q4_K || T == QMM_TYPE_Q5_K)           ? 32
                              : (T == QMM_TYPE_Q2_K || T == QMM_TYPE_Q3_K || T == QMM_TYPE_Q6_K) ? 16
                                                                                      : 8;
+};
+
+/* Warp steps unrolled (more W loads in flight per warp): 2 for the quantized types, 1 for the
+ * float types and for q4_K/q5_K (32-element units) at NT >= 4 (no spills); 4 for q4_0 and q8_0
+ * at NT = 1, measured on the H200 (2026-11-29, `qmm bench --backend cuda --shape
+ * 4096x14336,14336x4096 --n 1 --strategy gemv`, W rotated through 128 MiB; µs for unroll 2 /
+ * 4 / 8: q4_0 38.2 / 34.4 / 35.0, q8_0 39.2 / 37.6 / 37.5, q4_K 38.1 / 39.1 / 41.7, q6_K
+ * 44.7 / 45.1 / 44.8). The unroll changes no operation's order. */
+template <int T, int NT> struct gemv_unroll {
+    static constexpr int v = qmm_cuda_qk<T>::v == 1                                    ? 1
+                             : (gemv_unit_elems<T>::v == 32 && NT >= 4)                ? 1
+                             : (NT == 1 && (T == QMM_TYPE_Q4_0 || T == QMM_TYPE_Q8_0)) ? 4
+                                                                                       : 2;
 };
 
 /* Floats per quad row of the quad-major layout (gemv_pos): 128 (32 lanes x 4) and a pad,
@@ -179,7 +190,7 @@ __device__ __forceinline__ void gemv_unit(const uint8_t *const (&rows)[RW], int6
     }
 }
 
-template <int T, int NT, int UN>
+template <int T, int NT>
 __global__ void __launch_bounds__(kThreads, NT == 1 ? 4 : 1)
 gemv_kernel(const uint8_t *__restrict__ w, size_t row_bytes, int64_t m, int64_t k, int64_t n,
             const float *__restrict__ x, int64_t ldx, float *__restrict__ y, int64_t ldy) {
@@ -225,7 +236,7 @@ gemv_kernel(const uint8_t *__restrict__ w, size_t row_bytes, int64_t m, int64_t 
             if (!live) continue;
             const int64_t u0 = qmm_cuda_part<T>::units(c0), u1 = qmm_cuda_part<T>::units(c0 + kc);
             /* float types, and q4_K/q5_K (32-element units) at NT >= 4: 1 (no spills) */
-            constexpr int kUnroll = UN > 0 ? UN : qmm_cuda_qk<T>::v > 1 && !(gemv_unit_elems<T>::v == 32 && NT >= 4) ? 2 : 1;
+            constexpr int kUnroll = gemv_unroll<T, NT>::v;
             /* u0 is a multiple of 32 (c0 is a multiple of 1024), so lane l takes u = u0 + l + 32j,
              * whose elements sit in column l of the chunk's step j */
             const float *xu = xs + 4 * lane;
@@ -265,23 +276,20 @@ gemv_kernel(const uint8_t *__restrict__ w, size_t row_bytes, int64_t m, int64_t 
     }
 }
 
-template <int T, int NT, int UN = 0>
+template <int T, int NT>
 void gemv_launch(const uint8_t *w, size_t row_bytes, int64_t m, int64_t k, int64_t n, const float *x,
                  int64_t ldx, float *y, int64_t ldy, cudaStream_t s) {
     constexpr int64_t rows_per_block = (int64_t)kWarps * gemv_rows_per_warp<T, NT>::v;
     const int64_t groups = (n + NT - 1) / NT;
     dim3 grid((unsigned)((m + rows_per_block - 1) / rows_per_block), (unsigned)(groups < 65535 ? groups : 65535));
-    gemv_kernel<T, NT, UN><<<grid, kThreads, 0, s>>>(w, row_bytes, m, k, n, x, ldx, y, ldy);
+    gemv_kernel<T, NT><<<grid, kThreads, 0, s>>>(w, row_bytes, m, k, n, x, ldx, y, ldy);
 }
 
 template <int T> struct GemvLaunch {
     static void run(const void *w, size_t row_bytes, int64_t m, int64_t k, int64_t n, const float *x,
                     int64_t ldx, float *y, int64_t ldy, cudaStream_t s) {
         const uint8_t *wb = (const uint8_t *)w;
-        static const int un = [] { const char *v = getenv("QMM_CUDA_GEMV_UNROLL"); return v ? atoi(v) : 0; }(); /* EXPERIMENT */
-        if (n <= 1 && un == 4) gemv_launch<T, 1, 4>(wb, row_bytes, m, k, n, x, ldx, y, ldy, s);
-        else if (n <= 1 && un == 8) gemv_launch<T, 1, 8>(wb, row_bytes, m, k, n, x, ldx, y, ldy, s);
-        else if (n <= 1) gemv_launch<T, 1>(wb, row_bytes, m, k, n, x, ldx, y, ldy, s);
+        if (n <= 1) gemv_launch<T, 1>(wb, row_bytes, m, k, n, x, ldx, y, ldy, s);
         else if (n <= 2) gemv_launch<T, 2>(wb, row_bytes, m, k, n, x, ldx, y, ldy, s);
         else if (n <= 4) gemv_launch<T, 4>(wb, row_bytes, m, k, n, x, ldx, y, ldy, s);
         else gemv_launch<T, 8>(wb, row_bytes, m, k, n, x, ldx, y, ldy, s);
