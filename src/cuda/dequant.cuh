@@ -44,12 +44,6 @@ __device__ __forceinline__ float qmm_cuda_h2f_scale(uint16_t h) {
     return __half2float(__ushort_as_half(h));
 }
 
-/* (float)q for |q| < 2^22, exact, without the quarter-rate int->float conversion: the float
- * with bits 0x4B400000 + q is 1.5 * 2^23 + q (ulp 1 there), and subtracting 1.5 * 2^23 is
- * exact. Both are full-rate ops; q = 0 gives +0, as (float)0. */
-__device__ __forceinline__ float qmm_cuda_i2f_small(int q) {
-    return __fsub_rn(__int_as_float(0x4B400000 + q), 12582912.0f);
-}
 /* Quant fields without shifts: the bits of a field that sits at bit p of a word, q * 2^p
  * (already masked in place, q * 2^p < 2^22), ORed into the mantissa of 1.5 * 2^23 give the
  * float 1.5 * 2^23 + q * 2^p exactly, and subtracting the exact constant 1.5 * 2^23 +
@@ -356,7 +350,9 @@ template <> struct qmm_cuda_part<QMM_TYPE_Q3_K> {
         const uint8_t *b = row + (u >> 4) * sizeof(block_q3_K);
         const int h = (int)((u >> 3) & 1), c = (int)(u & 7);
         const int64_t e0 = (u >> 4) * QK_K + 128 * h + 4 * c;
-        const uint32_t hm = qmm_cuda_ld32_a2(b + 4 * c), qs = qmm_cuda_ld32_a2(b + 32 + 32 * h + 4 * c);
+        const uint32_t hm = qmm_cuda_ld32_a2(b + 4 * c);
+        /* qs bytes 4c..4c+3 of the half h as 16-bit halves (bytes 0, 1 and 2, 3) */
+        const uint32_t qsh[2] = {qmm_cuda_ld16(b + 32 + 32 * h + 4 * c), qmm_cuda_ld16(b + 32 + 32 * h + 4 * c + 2)};
         const uint8_t *scales = b + 96;
         const float d = qmm_cuda_h2f_scale(qmm_cuda_ld16(b + 108));
 #pragma unroll
@@ -367,8 +363,12 @@ template <> struct qmm_cuda_part<QMM_TYPE_Q3_K> {
             const float dl = __fmul_rn(d, (float)((lo | (hi << 4)) - 32));
 #pragma unroll
             for (int j = 0; j < 4; j++) {
-                const int q = (int)((qs >> (8 * j + 2 * p)) & 3u) - (((hm >> (8 * j + 4 * h + p)) & 1u) ? 0 : 4);
-                f(e0 + 32 * p + j, __fmul_rn(dl, qmm_cuda_i2f_small(q)));
+                /* q = low 2 bits - (hmask bit ? 0 : 4) = u - 4 with the 3-bit field u = low bits +
+                 * 4 * hmask bit, at bit f0 of its half */
+                const int f0 = 8 * (j & 1) + 2 * p;
+                uint32_t bits = qsh[j >> 1] & (3u << f0);
+                bits |= ((hm >> (8 * j + 4 * h + p)) & 1u) << (f0 + 2);
+                f(e0 + 32 * p + j, __fmul_rn(qmm_cuda_scale_p(dl, f0), qmm_cuda_field(bits, f0, 4)));
             }
         }
     }
