@@ -28,7 +28,7 @@
 #define MAX_NMSE 5e-4
 #define MAX_REL 2e-2
 static const float POISON = -12345.0f;
-static const int64_t ns[] = {1, 2, 3, 4, 5, 6, 7, 8, 16, 17, 64, 65};
+static const int64_t ns[] = {1, 2, 3, 4, 5, 6, 7, 8, 16, 17, 22, 29, 64, 65};
 #define N_NS (sizeof ns / sizeof ns[0])
 #define NMAX 65
 /* n <= qmm_x86_gemv_int8_avx512_max_n(type) (at most 8) runs the VNNI gemv

@@ -207,11 +207,20 @@ static int64_t auto_gemv_max_n(const qmm_context *ctx, qmm_type type) {
  * 14336x4096 (gemv stays at n = 1), n=2 0.381/0.275. q4_0, q8_0 and q4_K have AMX int8
  * tiles (int8 wins through n = 16); the other types run the VNNI gemv in 8-row chunks,
  * which loses to fused from n = 16. docs/PERF.md has every row.
+ * Above n = 16 for the AMX types, two quiet sweeps on 2026-11-29 (22:11 and 22:13 UTC, load
+ * < 1.2, 2 threads, every row verified):
+ *   qmm bench --shape 4608x1024,1024x4608,3072x1024,1024x1024,512x1024 --types q4_0,q8_0,q4_K
+ *             --strategy int8,fused --n 16,17,20,24,32,33,40,48 --iters 9 --csv
+ * ms int8 / fused at 4608x1024: q4_0 n=24 0.399/0.505, n=32 0.419/0.500, n=40 0.497/0.595 but
+ * 1024x1024 n=33 0.152/0.145 and 1024x4608 n=48 0.718/0.610; q8_0 n=32 0.427/0.484 (every shape
+ * int8 or a tie at n = 32); q4_K n=24 0.423/0.525, but n=32 at 1024x1024 0.133/0.129 and, in
+ * the first sweep, 1024x4608 0.585/0.535. So q4_0 and q8_0 through n = 32, q4_K through 24.
  */
 static int64_t auto_int8_max_n(const qmm_context *ctx, qmm_type type) {
     if (((const qmm_cpu_state *)ctx->backend)->isa < QMM_CPU_ISA_AMX) return 0;
     switch (type) {
-    case QMM_TYPE_Q4_0: case QMM_TYPE_Q8_0: case QMM_TYPE_Q4_K: return 16;
+    case QMM_TYPE_Q4_0: case QMM_TYPE_Q8_0: return 32;
+    case QMM_TYPE_Q4_K: return 24;
     case QMM_TYPE_Q4_1: case QMM_TYPE_Q5_0: case QMM_TYPE_Q5_1: case QMM_TYPE_Q2_K:
     case QMM_TYPE_Q3_K: case QMM_TYPE_Q5_K: case QMM_TYPE_Q6_K: return 8;
     default: return 0;
