@@ -6,6 +6,8 @@
 # Usage: bash tests/plant/cuda_plant.sh SRC_DIR BUILD_DIR
 #   SRC_DIR    a qmm source tree (the repository root)
 #   BUILD_DIR  a scratch build directory (created; reused between runs, rebuilt incrementally)
+# PLANT_DRY_RUN=1: only check that every substitution of every defect applies to SRC_DIR's
+#   files (no copy, build or GPU; usable anywhere, e.g. after editing a planted file).
 # Environment: ARCH (CMAKE_CUDA_ARCHITECTURES, default 90a), JOBS (default 16), and whatever
 #   the build needs to find cmocka/OpenBLAS (bench/gpu_run.sh sets PKG_CONFIG_PATH etc. from
 #   .deps: run this after it, in the same shell, or export the same variables).
@@ -32,6 +34,43 @@ LOG=$WORK/logs
 mkdir -p "$LOG"
 T0=$(date +%s)
 
+# name | test filter (cmocka glob) | file (relative to the tree) | sed substitutions (-E not
+# used), separated by " ;; " when a defect needs several (e.g. the same fault in the
+# per-element decoder and in the unit decoder): EACH must change the file, else the defect is
+# reported NOT APPLIED (a pattern that silently stopped matching would weaken the defect).
+PLANTS=(
+"D_q4_0_nibble_order|test_D_*|src/cuda/dequant.cuh|s/(j < 16 ? (byte \& 0xF) : (byte >> 4)) - 8;/(j < 16 ? (byte >> 4) : (byte \& 0xF)) - 8;/ ;; s/const int p = 8 \* (j \& 1) + 4 \* half;/const int p = 8 * (j \& 1) + 4 * (1 - half);/"
+"D_kquant_min_added|test_D_*|src/cuda/dequant.cuh|s/return __fsub_rn(__fmul_rn(d1, (float)q), m1);/return __fadd_rn(__fmul_rn(d1, (float)q), m1);/ ;; s/f(e0 + 32 \* s + j, __fsub_rn(/f(e0 + 32 * s + j, __fadd_rn(/"
+"B_f16_subnormal_scale_flushed|test_B_*|src/cuda/dequant.cuh|s/if (man == 0) return __uint_as_float(sign);/if (exp == 0) return __uint_as_float(sign);/"
+"C_q8_0_minus128_clamped|test_C_*|src/cuda/dequant.cuh|s/return __fmul_rn((float)(int8_t)b\[2 + j\]/return __fmul_rn((float)max(-127, (int)(int8_t)b[2 + j])/ ;; s/f(e0 + j, __fmul_rn(qmm_cuda_field(bits, p, 128), qmm_cuda_scale_p(d, p)));/f(e0 + j, __fmul_rn(fmaxf(qmm_cuda_field(bits, p, 128), -127.0f * (float)(1u << p)), qmm_cuda_scale_p(d, p)));/"
+"D_int8_kquant_min_sign_flipped|test_D_*|src/cuda/int8.cu|s/mn\[0\] = -__fmul_rn(qmm_cuda_h2f(qmm_cuda_ld16(b + 2)), (float)m);/mn[0] = __fmul_rn(qmm_cuda_h2f(qmm_cuda_ld16(b + 2)), (float)m);/"
+"C_int8_repack_minus128_clamped|test_C_*|src/cuda/int8.cu|s/q\[j\] = (int8_t)b\[2 + j\];/q[j] = (int8_t)max(-127, (int)(int8_t)b[2 + j]);/"
+"A_x_f16_saturated_not_inf|test_A_*|src/cuda/dequant.cu|s/{ return __half_as_ushort(__float2half_rn(v)); }/{ return __half_as_ushort(__float2half_rn(fminf(fmaxf(v, -65504.0f), 65504.0f))); }/"
+"G_gemv_order_depends_on_n|test_G_*|src/cuda/gemv.cu|s/acc\[i\]\[t\] = fmaf(wv\[i\], xv, acc\[i\]\[t\]);/acc[i][t] = NT > 1 ? __fadd_rn(acc[i][t], __fmul_rn(wv[i], xv)) : fmaf(wv[i], xv, acc[i][t]);/"
+"F_gemv_no_token_grid_loop|test_F_*|src/cuda/gemv.cu|s/g < groups; g += gridDim.y)/g < groups; g += groups)/"
+"F_gemv_last_row_skipped_big_m|test_F_*|src/cuda/gemv.cu|s/t0 + lane < n \&\& r\[i\] < m)/t0 + lane < n \&\& r[i] < m - (m > 65536 ? 1 : 0))/"
+"H_fp8_padding_columns_stale|test_H_*|src/cuda/fp8.cu|s/for (int64_t i = threadIdx.x; i < quads; i += kThreads) {/for (int64_t i = threadIdx.x; i < (k + 3) \/ 4; i += kThreads) {/"
+"M_timer_end_event_on_other_stream|test_M_*|src/cuda/backend.c|s/cudaEventRecord(c->timer_stop, c->stream)/cudaEventRecord(c->timer_stop, 0)/"
+"E_gemv_units_past_k|test_E_*|src/cuda/gemv.cu|s/const int kc = (int)(k - c0 < CH ? k - c0 : CH);/const int kc = CH;/"
+)
+
+if [ "${PLANT_DRY_RUN:-0}" = 1 ]; then
+  dry_bad=0
+  for p in "${PLANTS[@]}"; do
+    IFS='|' read -r name filter file script <<< "$p"
+    tmp=$WORK/dry.tmp
+    cp "$SRC/$file" "$tmp" || { echo "NOT APPLIED  $name ($file missing)"; dry_bad=1; continue; }
+    while IFS= read -r sub; do
+      before=$(cksum < "$tmp")
+      sed -i -e "$sub" "$tmp"
+      if [ "$(cksum < "$tmp")" = "$before" ]; then echo "NOT APPLIED  $name: ${sub:0:80}"; dry_bad=1; fi
+    done < <(printf '%s\n' "$script" | sed 's/ ;; /\n/g')
+    echo "applies      $name ($(diff "$SRC/$file" "$tmp" | grep -c '^>') line(s) in $file)"
+  done
+  rm -f "$WORK/dry.tmp"
+  exit $((dry_bad * 2))
+fi
+
 echo "== copy $SRC -> $COPY"
 mkdir -p "$COPY"
 # tar keeps mtimes of unchanged files, so an existing build stays incremental
@@ -47,25 +86,6 @@ build() { cmake --build "$BUILD" --target test_cuda_cases -j"$JOBS" > "$LOG/buil
 build baseline || { grep -E "error|FAILED" "$LOG/build_baseline.log" | head -20; exit 3; }
 TEST=$BUILD/tests/test_cuda_cases
 
-# name | test filter (cmocka glob) | file (relative to the tree) | sed substitutions (-E not
-# used), separated by " ;; " when a defect needs several (e.g. the same fault in the
-# per-element decoder and in the unit decoder): EACH must change the file, else the defect is
-# reported NOT APPLIED (a pattern that silently stopped matching would weaken the defect).
-PLANTS=(
-"D_q4_0_nibble_order|test_D_*|src/cuda/dequant.cuh|s/(j < 16 ? (byte \& 0xF) : (byte >> 4)) - 8;/(j < 16 ? (byte >> 4) : (byte \& 0xF)) - 8;/ ;; s/(qs >> (8 \* j + 4 \* half))/(qs >> (8 * j + 4 * (1 - half)))/"
-"D_kquant_min_added|test_D_*|src/cuda/dequant.cuh|s/return __fsub_rn(__fmul_rn(d1, (float)q), m1);/return __fadd_rn(__fmul_rn(d1, (float)q), m1);/ ;; s/f(e0 + 32 \* s + j, __fsub_rn(/f(e0 + 32 * s + j, __fadd_rn(/"
-"B_f16_subnormal_scale_flushed|test_B_*|src/cuda/dequant.cuh|s/if (man == 0) return __uint_as_float(sign);/if (exp == 0) return __uint_as_float(sign);/"
-"C_q8_0_minus128_clamped|test_C_*|src/cuda/dequant.cuh|s/return __fmul_rn((float)(int8_t)b\[2 + j\]/return __fmul_rn((float)max(-127, (int)(int8_t)b[2 + j])/ ;; s/f(e0 + j, __fmul_rn(qmm_cuda_i2f_small(q), d));/f(e0 + j, __fmul_rn(qmm_cuda_i2f_small(max(-127, q)), d));/"
-"D_int8_kquant_min_sign_flipped|test_D_*|src/cuda/int8.cu|s/mn\[0\] = -__fmul_rn(qmm_cuda_h2f(qmm_cuda_ld16(b + 2)), (float)m);/mn[0] = __fmul_rn(qmm_cuda_h2f(qmm_cuda_ld16(b + 2)), (float)m);/"
-"C_int8_repack_minus128_clamped|test_C_*|src/cuda/int8.cu|s/q\[j\] = (int8_t)b\[2 + j\];/q[j] = (int8_t)max(-127, (int)(int8_t)b[2 + j]);/"
-"A_x_f16_saturated_not_inf|test_A_*|src/cuda/dequant.cu|s/{ return __half_as_ushort(__float2half_rn(v)); }/{ return __half_as_ushort(__float2half_rn(fminf(fmaxf(v, -65504.0f), 65504.0f))); }/"
-"G_gemv_order_depends_on_n|test_G_*|src/cuda/gemv.cu|s/acc\[i\]\[t\] = fmaf(wv\[i\], xv, acc\[i\]\[t\]);/acc[i][t] = NT > 1 ? __fadd_rn(acc[i][t], __fmul_rn(wv[i], xv)) : fmaf(wv[i], xv, acc[i][t]);/"
-"F_gemv_no_token_grid_loop|test_F_*|src/cuda/gemv.cu|s/g < groups; g += gridDim.y)/g < groups; g += groups)/"
-"F_gemv_last_row_skipped_big_m|test_F_*|src/cuda/gemv.cu|s/t0 + lane < n \&\& r\[i\] < m)/t0 + lane < n \&\& r[i] < m - (m > 65536 ? 1 : 0))/"
-"H_fp8_padding_columns_stale|test_H_*|src/cuda/fp8.cu|s/for (int64_t i = threadIdx.x; i < quads; i += kThreads) {/for (int64_t i = threadIdx.x; i < (k + 3) \/ 4; i += kThreads) {/"
-"M_timer_end_event_on_other_stream|test_M_*|src/cuda/backend.c|s/cudaEventRecord(c->timer_stop, c->stream)/cudaEventRecord(c->timer_stop, 0)/"
-"E_gemv_units_past_k|test_E_*|src/cuda/gemv.cu|s/const int kc = (int)(k - c0 < CH ? k - c0 : CH);/const int kc = CH;/"
-)
 
 echo "== baseline (pristine copy)"
 FILTERS=$(printf '%s\n' "${PLANTS[@]}" | cut -d'|' -f2 | sort -u)
