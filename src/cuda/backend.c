@@ -19,6 +19,10 @@
  * ------------------------------------------------------------------------------------- */
 
 static qmm_status cuda_fail(cudaError_t e, const char *what) {
+    /* Reset the thread's last error: a non-sticky one (an allocation that failed, a bad launch
+     * configuration) would otherwise be read again by the next call's launch check and
+     * reported as that call's failure; a sticky one (a fault in a kernel) stays. */
+    (void)cudaGetLastError();
     if (e == cudaErrorMemoryAllocation)
         return qmm_error(QMM_ERR_OUT_OF_MEMORY, "CUDA: %s: out of device memory (%s)", what,
                          cudaGetErrorString(e));

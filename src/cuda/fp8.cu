@@ -114,7 +114,7 @@ extern "C" cudaError_t qmm_cuda_fp8_rows(const float *src, int64_t rows, int64_t
                                          int64_t ld, int64_t k_pad, uint8_t *dst, float *scale,
                                          int *flag, cudaStream_t stream) {
     if (rows_pad > 0x7FFFFFFF) return cudaErrorInvalidConfiguration;
-    if (rows_pad <= 0) return cudaGetLastError();
+    if (rows_pad <= 0) return cudaSuccess; /* nothing launched */
     if ((uintptr_t)src % 16 == 0 && ld % 4 == 0)
         fp8_rows_kernel<true><<<(unsigned)rows_pad, kThreads, 0, stream>>>(src, rows, k, ld, k_pad, dst, scale, flag);
     else
@@ -125,7 +125,7 @@ extern "C" cudaError_t qmm_cuda_fp8_rows(const float *src, int64_t rows, int64_t
 extern "C" cudaError_t qmm_cuda_fp8_epilogue(const float *d, int64_t ldd, const float *sw, const float *sx,
                                              int64_t m, int64_t n, float *y, int64_t ldy,
                                              cudaStream_t stream) {
-    if (m <= 0 || n <= 0) return cudaGetLastError();
+    if (m <= 0 || n <= 0) return cudaSuccess; /* nothing launched */
     const int64_t b = (m + kThreads - 1) / kThreads;
     const dim3 grid((unsigned)(b > 65535 ? 65535 : b), (unsigned)(n < 65535 ? n : 65535));
     fp8_epilogue_kernel<<<grid, kThreads, 0, stream>>>(d, ldd, sw, sx, m, n, y, ldy);
