@@ -11,7 +11,9 @@
 #        cuda_tests: only the GPU tests of the suite. QMM_BENCH=0 skips `qmm bench` in bench. The build
 #        always runs. Phases share one 10-minute device call: pick what fits.
 #        CUDA_BENCH_ARGS: arguments for bench/cuda_bench (e.g. "--types q4_0 --ns 1,512");
-#        plant: tests/plant/cuda_plant.sh (planted defects must be caught by test_cuda_cases).
+#        plant: tests/plant/cuda_plant.sh (planted defects must be caught by test_cuda_cases;
+#        PLANT_ONLY=REGEX plants only the defects whose names match). QMM_NO_BUILD=1 skips
+#        the build (for phases that build their own, like plant).
 set -uo pipefail
 PHASES=${*:-ctest memcheck racecheck synccheck bench}
 want() { case " $PHASES " in *" $1 "*) return 0;; esac; return 1; }
@@ -38,11 +40,13 @@ if [ -d .deps ] && ! pkg-config --exists cmocka 2>/dev/null; then
   export PYTHONPATH=$SRC/.deps/py:${PYTHONPATH:-}
 fi
 
+if [ "${QMM_NO_BUILD:-0}" != 1 ]; then
 echo "== configure + build"
 cmake -S "$SRC" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a \
   -DQMM_CUDA=ON > "$OUT/configure.log" 2>&1 || { tail -40 "$OUT/configure.log"; exit 1; }
 cmake --build "$BUILD" -j16 -- -k 0 > "$OUT/build.log" 2>&1
 echo "build rc=$? (errors, if any:)"; grep -E "error|FAILED" "$OUT/build.log" | head -20
+fi
 
 if want ctest; then
   echo "== ctest (whole suite)"

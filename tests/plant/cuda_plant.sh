@@ -6,6 +6,7 @@
 # Usage: bash tests/plant/cuda_plant.sh SRC_DIR BUILD_DIR
 #   SRC_DIR    a qmm source tree (the repository root)
 #   BUILD_DIR  a scratch build directory (created; reused between runs, rebuilt incrementally)
+# PLANT_ONLY=REGEX: plant only the defects whose names match (grep -E), baseline included.
 # PLANT_DRY_RUN=1: only check that every substitution of every defect applies to SRC_DIR's
 #   files (no copy, build or GPU; usable anywhere, e.g. after editing a planted file).
 # Environment: ARCH (CMAKE_CUDA_ARCHITECTURES, default 90a), JOBS (default 16), and whatever
@@ -53,6 +54,15 @@ PLANTS=(
 "M_timer_end_event_on_other_stream|test_M_*|src/cuda/backend.c|s/cudaEventRecord(c->timer_stop, c->stream)/cudaEventRecord(c->timer_stop, 0)/"
 "E_gemv_units_past_k|test_E_*|src/cuda/gemv.cu|s/const int kc = (int)(k - c0 < CH ? k - c0 : CH);/const int kc = CH;/"
 )
+
+if [ -n "${PLANT_ONLY:-}" ]; then
+  kept=()
+  for p in "${PLANTS[@]}"; do
+    printf '%s\n' "${p%%|*}" | grep -qE "$PLANT_ONLY" && kept+=("$p")
+  done
+  PLANTS=("${kept[@]}")
+  [ ${#PLANTS[@]} -gt 0 ] || { echo "PLANT_ONLY=$PLANT_ONLY matches no defect"; exit 3; }
+fi
 
 if [ "${PLANT_DRY_RUN:-0}" = 1 ]; then
   dry_bad=0
