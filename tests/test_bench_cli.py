@@ -173,6 +173,9 @@ class Runs(unittest.TestCase):
     def test_unsupported_strategy_is_skipped_not_passed(self):
         # cached_f16 is a CUDA strategy: on the CPU the row is reported as skipped, no speed
         p = bench(*TINY, "--csv", "--strategy", "cached_f16")
+        # every row skipped: nothing was measured, which is not a pass
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("every row was skipped", p.stderr)
         rows = list(csv.DictReader(io.StringIO(p.stdout)))
         self.assertTrue(rows)
         for r in rows:

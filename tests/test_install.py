@@ -1,37 +1,13 @@
 #!/usr/bin/env python3
-"""`cmake --install` gives a usable library: a program finds qmm through pkg-config and
-through CMake's find_package(qmm), builds, links and runs a small matmul checked against
-the reference. Needs QMM_BUILD_DIR (set by ctest)."""
+"""`cmake --install` gives a usable library: examples/matmul.c (the README's program) finds
+qmm through pkg-config (shared: qmm.pc; static archive: qmm-static.pc) and through CMake's
+find_package(qmm), builds, links and runs a small matmul checked against the reference.
+Needs QMM_BUILD_DIR and QMM_SOURCE_DIR (set by ctest)."""
 import os
 import subprocess
 import sys
 import tempfile
 
-PROGRAM = r"""
-#include <qmm.h>
-#include <qmm_gguf.h>
-#include <stdio.h>
-int main(void) {
-    enum { M = 8, K = 64, N = 3 };
-    float w[M * K], x[N * K], y[N * M], r[N * M];
-    unsigned char q[M * 2 * 18];
-    for (int i = 0; i < M * K; i++) w[i] = (float)((i * 37) % 17) - 8.0f;
-    for (int i = 0; i < N * K; i++) x[i] = (float)((i * 11) % 7) - 3.0f;
-    qmm_context *ctx; qmm_weights *wt; qmm_diff d; qmm_path path;
-    if (qmm_quantize_rows(QMM_TYPE_Q4_0, w, q, M, K) || qmm_context_create(NULL, &ctx) ||
-        qmm_weights_create(ctx, QMM_TYPE_Q4_0, M, K, q, 2 * 18, &wt) ||
-        qmm_matmul(ctx, wt, N, x, K, y, M) || qmm_matmul_path(ctx, wt, N, &path) ||
-        qmm_matmul_ref(QMM_TYPE_Q4_0, M, K, q, 2 * 18, N, x, K, r, M) ||
-        qmm_compare(N, M, y, M, r, M, &d)) {
-        fprintf(stderr, "error: %s\n", qmm_last_error());
-        return 1;
-    }
-    printf("%s: nmse %g (limit %g)\n", path.kernel, d.nmse, path.max_nmse);
-    qmm_weights_free(wt);
-    qmm_context_free(ctx);
-    return qmm_diff_ok(&d, path.max_nmse, path.max_rel_err) ? 0 : 1;
-}
-"""
 
 CMAKELISTS = """cmake_minimum_required(VERSION 3.22)
 project(use_qmm C)
@@ -60,9 +36,11 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         prefix = os.path.join(tmp, "prefix")
         run(["cmake", "--install", build, "--prefix", prefix])
+        with open(os.path.join(os.environ["QMM_SOURCE_DIR"], "examples", "matmul.c")) as f:
+            program = f.read()
         src = os.path.join(tmp, "use.c")
         with open(src, "w") as f:
-            f.write(PROGRAM)
+            f.write(program)
         # 1. pkg-config
         env = dict(os.environ)
         libdirs = [d for d in ("lib", "lib64", "lib/x86_64-linux-gnu")
@@ -76,13 +54,21 @@ def main():
         exe = os.path.join(tmp, "use_pc")
         run(["cc", src, "-o", exe, *flags, "-Wl,-rpath," + libdir], env=env)
         print("pkg-config program:", run([exe]).strip())
+        # 1b. the static archive through qmm-static.pc (no libqmm.so needed at run time)
+        flags = run(["pkg-config", "--cflags", "--libs", "qmm-static"], env=env).split()
+        exe = os.path.join(tmp, "use_static")
+        run(["cc", src, "-o", exe, *flags], env=env)
+        if "libqmm.so" in run(["ldd", exe]):
+            print("FAILED: the qmm-static program still loads libqmm.so")
+            sys.exit(1)
+        print("pkg-config static program:", run([exe]).strip())
         # 2. CMake package
         proj = os.path.join(tmp, "proj")
         os.makedirs(proj)
         with open(os.path.join(proj, "CMakeLists.txt"), "w") as f:
             f.write(CMAKELISTS)
         with open(os.path.join(proj, "use.c"), "w") as f:
-            f.write(PROGRAM)
+            f.write(program)
         run(["cmake", "-S", proj, "-B", os.path.join(proj, "b"), "-DCMAKE_PREFIX_PATH=" + prefix,
              "-DCMAKE_BUILD_TYPE=Release"])
         run(["cmake", "--build", os.path.join(proj, "b")])

@@ -36,7 +36,7 @@ static const qmm_cpu_impl cpu_impls[] = {
 /* First implementation of `s` that can run; *why gets the last refusal's reason. */
 static const qmm_cpu_impl *find_impl(const qmm_context *ctx, qmm_type type, qmm_strategy s,
                                      const char **why) {
-    *why = "it is not implemented on the CPU backend";
+    *why = "no CPU kernel implements it";
     for (size_t i = 0; i < N_CPU_IMPLS; i++) {
         if (cpu_impls[i].strategy != s) continue;
         if (cpu_impls[i].supports == NULL || cpu_impls[i].supports(ctx, type, why))

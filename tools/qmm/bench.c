@@ -116,7 +116,8 @@ static void usage(FILE *f) {
         "  --csv              CSV on stdout instead of the table\n"
         "  --help             this text\n"
         "\n"
-        "Exit status: 0 all rows passed, 1 a row failed or a runtime error, 2 bad usage.\n"
+        "Exit status: 0 all rows passed (or ran unverified), 1 a row failed, every row was\n"
+        "skipped or a runtime error, 2 bad usage.\n"
         "See docs/BENCH.md for the method (cache rotation, limits, checksums).\n",
         BENCH_DEFAULT_N, BENCH_DEFAULT_ITERS, BENCH_DEFAULT_WARMUP, BENCH_DEFAULT_SEED);
 }
@@ -366,6 +367,7 @@ typedef struct bench_run {
     size_t stream_bytes;
     bool any_fail;
     bool runtime_error;
+    int n_status[4];        /* rows emitted per row_status (pass, fail, skip, unverified) */
     bench_total *totals;    /* [n_ns][n_strategies], for whole-model and model totals */
     bool have_gpu;          /* CUDA: gpu describes the device (roofline per row) */
     qmm_device_info gpu;
@@ -395,6 +397,7 @@ static void emit(bench_run *r, const bench_row *row) {
     progress_clear(r);
     report_row(r->rep, row);
     if (row->status == ROW_FAIL) r->any_fail = true;
+    if ((unsigned)row->status < 4) r->n_status[row->status]++;
 }
 
 static uint64_t seed_mix(uint64_t seed, uint64_t a, uint64_t b, uint64_t c) {
@@ -1020,8 +1023,18 @@ int qmm_cmd_bench(int argc, char **argv) {
     progress_clear(&r);
     if (rc == 0 && o.json_path && !report_write_json(r.rep, o.json_path)) rc = 1;
     if (rc == 0 && r.any_fail) rc = 1;
+    const int ran = r.n_status[ROW_PASS] + r.n_status[ROW_FAIL] + r.n_status[ROW_UNVERIFIED];
+    if (rc == 0 && ran == 0 && r.n_status[ROW_SKIP] > 0) {
+        /* nothing was measured: not a pass */
+        fprintf(stderr, "qmm bench: every row was skipped (the note column says why); nothing "
+                        "was measured\n");
+        rc = 1;
+    }
     if (!o.csv && r.rep) {
-        if (r.any_fail) printf("\nFAILED: at least one row did not match the reference\n");
+        printf("\n%d rows: %d passed, %d failed, %d skipped, %d not verified\n",
+               ran + r.n_status[ROW_SKIP], r.n_status[ROW_PASS], r.n_status[ROW_FAIL],
+               r.n_status[ROW_SKIP], r.n_status[ROW_UNVERIFIED]);
+        if (r.any_fail) printf("FAILED: at least one row did not match the reference\n");
     }
 out:
     progress_clear(&r);
