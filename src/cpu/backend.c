@@ -17,19 +17,19 @@
  * ------------------------------------------------------------------------------------- */
 
 static const qmm_cpu_impl cpu_impls[] = {
-    {QMM_STRATEGY_REF, "ref", NULL, qmm_cpu_matmul_ref, QMM_PRECISION_F32},
+    {QMM_STRATEGY_REF, "ref", NULL, qmm_cpu_matmul_ref, QMM_PRECISION_F32, NULL},
     {QMM_STRATEGY_GEMV, "gemv_avx512", qmm_cpu_x86_gemv_avx512_supports,
-     qmm_cpu_x86_matmul_gemv_avx512, QMM_PRECISION_F32},
-    {QMM_STRATEGY_GEMV, "gemv_portable", NULL, qmm_cpu_matmul_gemv, QMM_PRECISION_F32},
+     qmm_cpu_x86_matmul_gemv_avx512, QMM_PRECISION_F32, NULL},
+    {QMM_STRATEGY_GEMV, "gemv_portable", NULL, qmm_cpu_matmul_gemv, QMM_PRECISION_F32, NULL},
     {QMM_STRATEGY_FUSED, "fused_amx_bf16x3", qmm_cpu_x86_fused_amx_f32_supports,
-     qmm_cpu_x86_matmul_fused_amx, QMM_PRECISION_F32},
+     qmm_cpu_x86_matmul_fused_amx, QMM_PRECISION_F32, NULL},
     {QMM_STRATEGY_FUSED, "fused_amx_bf16", qmm_cpu_x86_fused_amx_supports,
-     qmm_cpu_x86_matmul_fused_amx, QMM_PRECISION_HALF},
-    {QMM_STRATEGY_FUSED, "fused_portable", NULL, qmm_cpu_matmul_fused, QMM_PRECISION_F32},
+     qmm_cpu_x86_matmul_fused_amx, QMM_PRECISION_HALF, NULL},
+    {QMM_STRATEGY_FUSED, "fused_portable", NULL, qmm_cpu_matmul_fused, QMM_PRECISION_F32, NULL},
     {QMM_STRATEGY_INT8, "int8_amx", qmm_cpu_x86_int8_amx_supports, qmm_cpu_x86_matmul_int8_amx,
-     QMM_PRECISION_INT8},
+     QMM_PRECISION_INT8, qmm_cpu_x86_int8_kernel},
     {QMM_STRATEGY_DEQUANT_SGEMM, "dequant_sgemm_openblas", qmm_cpu_dequant_sgemm_supports,
-     qmm_cpu_matmul_dequant_sgemm, QMM_PRECISION_F32},
+     qmm_cpu_matmul_dequant_sgemm, QMM_PRECISION_F32, NULL},
 };
 #define N_CPU_IMPLS (sizeof cpu_impls / sizeof cpu_impls[0])
 
@@ -255,13 +255,12 @@ static qmm_status cpu_resolve(const qmm_context *ctx, const qmm_weights *w, int6
 static qmm_status cpu_describe(const qmm_context *ctx, const qmm_weights *w, int64_t n,
                                qmm_strategy resolved, const char **kernel,
                                qmm_precision *precision) {
-    (void)n;
     const char *why;
     const qmm_cpu_impl *impl = find_impl(ctx, w->type, resolved, &why);
     if (impl == NULL)
         return qmm_error(QMM_ERR_UNSUPPORTED, "strategy %d is not available on the CPU backend: %s",
                          (int)resolved, why);
-    *kernel = impl->name;
+    *kernel = impl->kernel_for != NULL ? impl->kernel_for(ctx, w->type, n) : impl->name;
     *precision = impl->precision;
     return QMM_OK;
 }

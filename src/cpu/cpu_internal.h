@@ -145,6 +145,9 @@ typedef struct qmm_cpu_impl {
     bool (*supports)(const qmm_context *ctx, qmm_type type, const char **why);
     qmm_cpu_matmul_fn run;
     qmm_precision precision;    /* numerical class (qmm.h); 0 = QMM_PRECISION_F32 */
+    /* NULL: `name` is the kernel for every n. Otherwise the kernel that run() takes for this
+     * type and n (an implementation that switches kernels by n), as qmm_matmul_path reports. */
+    const char *(*kernel_for)(const qmm_context *ctx, qmm_type type, int64_t n);
 } qmm_cpu_impl;
 
 qmm_status qmm_cpu_matmul_ref(qmm_context *ctx, const qmm_weights *w, int64_t n,

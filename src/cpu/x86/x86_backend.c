@@ -171,16 +171,24 @@ bool qmm_cpu_x86_int8_amx_supports(const qmm_context *ctx, qmm_type type, const 
     return true;
 }
 
+/* Decode sizes: VNNI gemv on the GGUF blocks (no int8 tiles), up to the measured n where it
+ * beats AMX for the type. It rounds differently from the AMX kernel, so with
+ * QMM_FLAG_BATCH_INVARIANT every n stays on AMX. Types without int8 tiles run the gemv for
+ * every n (in groups of 8 X rows; row j's bits do not depend on n). */
+static bool int8_uses_gemv(const qmm_context *ctx, qmm_type type, int64_t n) {
+    return !qmm_x86_int8_tiles_has_type(type) ||
+           (n <= qmm_x86_gemv_int8_avx512_max_n(type) &&
+            (ctx->params.flags & QMM_FLAG_BATCH_INVARIANT) == 0);
+}
+
+const char *qmm_cpu_x86_int8_kernel(const qmm_context *ctx, qmm_type type, int64_t n) {
+    return int8_uses_gemv(ctx, type, n) ? "int8_vnni_gemv" : "int8_amx";
+}
+
 qmm_status qmm_cpu_x86_matmul_int8_amx(qmm_context *ctx, const qmm_weights *w, int64_t n,
                                        const float *x, int64_t ldx, float *y, int64_t ldy) {
     qmm_cpu_state *st = ctx->backend;
-    /* Decode sizes: VNNI gemv on the GGUF blocks (no int8 tiles), up to the measured n where
-     * it beats AMX for the type. It rounds differently from the AMX kernel, so with
-     * QMM_FLAG_BATCH_INVARIANT every n stays on AMX. Types without int8 tiles run the gemv
-     * for every n (in groups of 8 X rows; row j's bits do not depend on n). */
-    if (!qmm_x86_int8_tiles_has_type(w->type) ||
-        (n <= qmm_x86_gemv_int8_avx512_max_n(w->type) &&
-         (ctx->params.flags & QMM_FLAG_BATCH_INVARIANT) == 0)) {
+    if (int8_uses_gemv(ctx, w->type, n)) {
         const qmm_cpu_weights *cw = w->backend;
         qmm_status s =
             qmm_cpu_scratch_grow(&st->shared, qmm_x86_gemv_int8_avx512_scratch(n, w->k));

@@ -39,6 +39,9 @@ qmm_status qmm_cpu_x86_matmul_fused_amx(qmm_context *ctx, const qmm_weights *w, 
 
 /* int8 on AMX-INT8: q4_0, q8_0, q4_K (X quantized per call to int8 per 32-block). */
 bool qmm_cpu_x86_int8_amx_supports(const qmm_context *ctx, qmm_type type, const char **why);
+/* The kernel the int8 strategy runs for this type and n: "int8_vnni_gemv" (decode sizes, or
+ * types without int8 tiles) or "int8_amx". */
+const char *qmm_cpu_x86_int8_kernel(const qmm_context *ctx, qmm_type type, int64_t n);
 qmm_status qmm_cpu_x86_matmul_int8_amx(qmm_context *ctx, const qmm_weights *w, int64_t n,
                                        const float *x, int64_t ldx, float *y, int64_t ldy);
 
