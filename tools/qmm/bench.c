@@ -9,11 +9,11 @@
  * compared in full with qmm_matmul_ref (parallel over blocks of W rows); a row that fails
  * prints FAIL and no speed, and the command exits 1.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <omp.h>
 #include <stdarg.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -891,6 +891,16 @@ int qmm_cmd_bench(int argc, char **argv) {
         free(o.shapes);
         return pr == 1 ? 0 : pr == 3 ? 1 : 2; /* 1: --help; 3: runtime error; else usage */
     }
+    if (o.model_path) { /* before the header and the bandwidth measurement */
+        FILE *mf = fopen(o.model_path, "rb");
+        if (mf == NULL) {
+            fprintf(stderr, "qmm bench: --model '%s': cannot open: %s\n", o.model_path, strerror(errno));
+            free(o.ns);
+            free(o.shapes);
+            return 1;
+        }
+        fclose(mf);
+    }
     int rc = 0;
     bench_run r;
     memset(&r, 0, sizeof r);
@@ -998,6 +1008,9 @@ int qmm_cmd_bench(int argc, char **argv) {
             fclose(la);
         }
         const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        if (cpus > 0 && o.backend == QMM_BACKEND_CPU && got.n_threads > cpus)
+            report_note(r.rep, "warning: %d threads on %ld online CPUs: threads share cores, "
+                               "timings are not of this machine's best", got.n_threads, cpus);
         if (cpus > 0 && load1 > 0.5 * (double)cpus)
             report_note(r.rep, "warning: load average %.2f on %ld CPUs before the run: other "
                                "work competes for the cores, timings may be far too slow",
