@@ -235,7 +235,6 @@ gemv_kernel(const uint8_t *__restrict__ w, size_t row_bytes, int64_t m, int64_t 
             __syncthreads(); /* the chunk is staged */
             if (!live) continue;
             const int64_t u0 = qmm_cuda_part<T>::units(c0), u1 = qmm_cuda_part<T>::units(c0 + kc);
-            /* float types, and q4_K/q5_K (32-element units) at NT >= 4: 1 (no spills) */
             constexpr int kUnroll = gemv_unroll<T, NT>::v;
             /* u0 is a multiple of 32 (c0 is a multiple of 1024), so lane l takes u = u0 + l + 32j,
              * whose elements sit in column l of the chunk's step j */
