@@ -205,7 +205,7 @@ static int64_t auto_gemv_max_n(const qmm_context *ctx, qmm_type type) {
  * n=16 1.138/0.280/0.404; q4_K n=16 1.059/0.324/0.385; q6_K n=8 0.901/0.333/0.398, n=16
  * 1.872/0.616/0.400; q8_0 n=1 0.300/0.264 but 0.225/0.271 at 1024x4608 and 2.87/3.77 at
  * 14336x4096 (gemv stays at n = 1), n=2 0.381/0.275. q4_0, q8_0 and q4_K have AMX int8
- * tiles (int8 wins through n = 16); the other types run the VNNI gemv in 8-row chunks,
+ * tiles (int8 wins through n = 16); the other types then ran the VNNI gemv in 8-row chunks,
  * which loses to fused from n = 16. docs/PERF.md has every row.
  * Above n = 16 for the AMX types, two quiet sweeps on 2026-11-29 (22:11 and 22:13 UTC, load
  * < 1.2, 2 threads, every row verified):
@@ -215,14 +215,23 @@ static int64_t auto_gemv_max_n(const qmm_context *ctx, qmm_type type) {
  * 1024x1024 n=33 0.152/0.145 and 1024x4608 n=48 0.718/0.610; q8_0 n=32 0.427/0.484 (every shape
  * int8 or a tie at n = 32); q4_K n=24 0.423/0.525, but n=32 at 1024x1024 0.133/0.129 and, in
  * the first sweep, 1024x4608 0.585/0.535. So q4_0 and q8_0 through n = 32, q4_K through 24.
+ * q4_1, q5_0, q5_1, q5_K (AMX int8 tiles since the third session), 2026-11-29 22:47 UTC, quiet:
+ *   qmm bench --shape 4608x1024,1024x4608 --types q4_1,q5_0,q5_1,q5_K --strategy int8
+ *             --batch-invariant --n 8,12,16,24,32 --iters 7 --csv   (AMX at every n) and
+ *   the same with --strategy fused --n 8,12,16,24,32,48 (no flag)
+ * ms AMX / fused at 4608x1024 and 1024x4608: n=16 0.30-0.37 / 0.39-0.43 for all four; n=24
+ * q4_1 0.428/0.494, 0.505/0.524, q5_0 0.403/0.487, 0.479/0.503, q5_1 0.451/0.471, 0.537/0.502,
+ * q5_K 0.436/0.479, 0.533/0.480; n=32 q4_1 0.445/0.481, 0.524/0.516, q5_0 0.408/0.505,
+ * 0.469/0.494. So q5_0 through 32, q4_1 through 24, q5_1 and q5_K through 16. q2_K, q3_K,
+ * q6_K (16-element sub-blocks, no int8 tiles): the VNNI gemv, through 8.
  */
 static int64_t auto_int8_max_n(const qmm_context *ctx, qmm_type type) {
     if (((const qmm_cpu_state *)ctx->backend)->isa < QMM_CPU_ISA_AMX) return 0;
     switch (type) {
-    case QMM_TYPE_Q4_0: case QMM_TYPE_Q8_0: return 32;
-    case QMM_TYPE_Q4_K: return 24;
-    case QMM_TYPE_Q4_1: case QMM_TYPE_Q5_0: case QMM_TYPE_Q5_1: case QMM_TYPE_Q2_K:
-    case QMM_TYPE_Q3_K: case QMM_TYPE_Q5_K: case QMM_TYPE_Q6_K: return 8;
+    case QMM_TYPE_Q4_0: case QMM_TYPE_Q8_0: case QMM_TYPE_Q5_0: return 32;
+    case QMM_TYPE_Q4_K: case QMM_TYPE_Q4_1: return 24;
+    case QMM_TYPE_Q5_1: case QMM_TYPE_Q5_K: return 16;
+    case QMM_TYPE_Q2_K: case QMM_TYPE_Q3_K: case QMM_TYPE_Q6_K: return 8;
     default: return 0;
     }
 }

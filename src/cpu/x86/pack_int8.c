@@ -1,10 +1,12 @@
 /*
- * pack_int8.c — repacks q4_0, q8_0 and q4_K weights into int8 AMX B-tiles with one float
- * scale (and, for q4_K, one float min) per row and 32-element block (layout in
- * x86_kernels.h). The integer quants are copied exactly (q4_0: q - 8, q8_0: q, q4_K: the
- * 4-bit q); the scale is the float the type's dequantizer multiplies by (q4_0/q8_0: d;
- * q4_K: d * sc) and the min the float it subtracts (q4_K: dmin * mn), so
- * scale * q - min is bit-identical to the type table's to_float.
+ * pack_int8.c — repacks the types whose scales (and mins) are per 32-element block — q4_0,
+ * q4_1, q5_0, q5_1, q8_0, q4_K, q5_K — into int8 AMX B-tiles with one float scale (and, for
+ * the types with a min, one float min) per row and 32-element block (layout in
+ * x86_kernels.h). The integer quants are copied exactly (q4_0: q - 8, q5_0: q - 16, q8_0: q,
+ * q4_1/q5_1/q4_K/q5_K: the unsigned 4- or 5-bit q); the scale is the float the type's
+ * dequantizer multiplies by (d, or d * sc for the K-quants) and the min the float it adds
+ * (q4_1/q5_1: m; q4_K/q5_K: -(dmin * mn)), so scale * q + min is the type table's to_float
+ * with the same float operands. q2_K, q3_K and q6_K (16-element sub-blocks) are not packed.
  * Portable C (no -m flags): runs once per weights object at creation, on OpenMP threads.
  * Format source: ggml-common.h / ggml-quants.c (block structs, dequantize_row_q4_K).
  */
@@ -18,15 +20,84 @@
 #include "formats/kquant_search.h"
 
 bool qmm_x86_int8_tiles_has_type(qmm_type type) {
-    return type == QMM_TYPE_Q4_0 || type == QMM_TYPE_Q8_0 || type == QMM_TYPE_Q4_K;
+    switch (type) {
+    case QMM_TYPE_Q4_0: case QMM_TYPE_Q4_1: case QMM_TYPE_Q5_0: case QMM_TYPE_Q5_1:
+    case QMM_TYPE_Q8_0: case QMM_TYPE_Q4_K: case QMM_TYPE_Q5_K: return true;
+    default: return false;
+    }
 }
 
-/* One W row: 32-element blocks of int8 quants q[k], scales d[k/32], mins mn[k/32] (minus
- * the subtracted float; 0 for types without a min). */
+/* Whether the packed type has a min per block (the kernel's second term). */
+static bool has_min(qmm_type type) {
+    return type == QMM_TYPE_Q4_1 || type == QMM_TYPE_Q5_1 || type == QMM_TYPE_Q4_K ||
+           type == QMM_TYPE_Q5_K;
+}
+
+/* The 32 high bits of a q5_0 / q5_1 block (qh, little-endian). */
+static uint32_t qh32(const uint8_t qh[4]) {
+    return (uint32_t)qh[0] | (uint32_t)qh[1] << 8 | (uint32_t)qh[2] << 16 | (uint32_t)qh[3] << 24;
+}
+
+/* One W row: 32-element blocks of int8 quants q[k], scales d[k/32], mins mn[k/32] (the
+ * added float; 0 for types without a min). */
 static void unpack_row(qmm_type type, const unsigned char *row, int64_t k, int8_t *q, float *d,
                        float *mn) {
     const int64_t nb = k / 32;
-    if (type == QMM_TYPE_Q4_0) {
+    if (type == QMM_TYPE_Q4_1) {
+        for (int64_t b = 0; b < nb; b++) {
+            block_q4_1 blk;
+            memcpy(&blk, row + (size_t)b * sizeof blk, sizeof blk);
+            d[b] = qmm_fp16_to_fp32(blk.d);
+            mn[b] = qmm_fp16_to_fp32(blk.m);
+            for (int l = 0; l < 16; l++) {
+                q[32 * b + l] = (int8_t)(blk.qs[l] & 0xF);
+                q[32 * b + 16 + l] = (int8_t)(blk.qs[l] >> 4);
+            }
+        }
+    } else if (type == QMM_TYPE_Q5_0 || type == QMM_TYPE_Q5_1) {
+        const bool q50 = type == QMM_TYPE_Q5_0;
+        const size_t bytes = q50 ? sizeof(block_q5_0) : sizeof(block_q5_1);
+        for (int64_t b = 0; b < nb; b++) {
+            if (q50) {
+                block_q5_0 blk;
+                memcpy(&blk, row + (size_t)b * bytes, sizeof blk);
+                d[b] = qmm_fp16_to_fp32(blk.d);
+                mn[b] = 0.0f;
+                const uint32_t qh = qh32(blk.qh);
+                for (int l = 0; l < 16; l++) {
+                    q[32 * b + l] = (int8_t)((int)((blk.qs[l] & 0xF) | (((qh >> l) & 1u) << 4)) - 16);
+                    q[32 * b + 16 + l] = (int8_t)((int)((blk.qs[l] >> 4) | (((qh >> (l + 16)) & 1u) << 4)) - 16);
+                }
+            } else {
+                block_q5_1 blk;
+                memcpy(&blk, row + (size_t)b * bytes, sizeof blk);
+                d[b] = qmm_fp16_to_fp32(blk.d);
+                mn[b] = qmm_fp16_to_fp32(blk.m);
+                const uint32_t qh = qh32(blk.qh);
+                for (int l = 0; l < 16; l++) {
+                    q[32 * b + l] = (int8_t)((blk.qs[l] & 0xF) | (((qh >> l) & 1u) << 4));
+                    q[32 * b + 16 + l] = (int8_t)((blk.qs[l] >> 4) | (((qh >> (l + 16)) & 1u) << 4));
+                }
+            }
+        }
+    } else if (type == QMM_TYPE_Q5_K) {
+        for (int64_t s = 0; s < k / 256; s++) {
+            block_q5_K blk;
+            memcpy(&blk, row + (size_t)s * sizeof blk, sizeof blk);
+            const float dd = qmm_fp16_to_fp32(blk.d), dmin = qmm_fp16_to_fp32(blk.dmin);
+            for (int sb = 0; sb < 8; sb++) {
+                uint8_t sc, m;
+                qmm_kq_get_scale_min_k4(sb, blk.scales, &sc, &m);
+                const int64_t b = 8 * s + sb;
+                d[b] = dd * (float)sc;
+                mn[b] = -(dmin * (float)m);
+                const uint8_t *qs = blk.qs + 32 * (sb / 2);
+                for (int l = 0; l < 32; l++)
+                    q[32 * b + l] = (int8_t)((sb % 2 == 0 ? qs[l] & 0xF : qs[l] >> 4) +
+                                             ((blk.qh[l] >> sb) & 1 ? 16 : 0));
+            }
+        }
+    } else if (type == QMM_TYPE_Q4_0) {
         for (int64_t b = 0; b < nb; b++) {
             block_q4_0 blk;
             memcpy(&blk, row + (size_t)b * sizeof blk, sizeof blk);
@@ -81,8 +152,8 @@ qmm_status qmm_x86_int8_tiles_pack(qmm_type type, int64_t m, int64_t k, const vo
                          (long long)m, (long long)k);
     int8_t *q = aligned_alloc(64, (qbytes + 63) / 64 * 64);
     float *d = aligned_alloc(64, (nscale + 63) / 64 * 64);
-    float *mn = type == QMM_TYPE_Q4_K ? aligned_alloc(64, (nscale + 63) / 64 * 64) : NULL;
-    if (q == NULL || d == NULL || (type == QMM_TYPE_Q4_K && mn == NULL)) {
+    float *mn = has_min(type) ? aligned_alloc(64, (nscale + 63) / 64 * 64) : NULL;
+    if (q == NULL || d == NULL || (has_min(type) && mn == NULL)) {
         free(q);
         free(d);
         free(mn);

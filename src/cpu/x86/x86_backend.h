@@ -14,7 +14,7 @@
 /* The x86 forms of one CPU weights object (qmm_cpu_weights.x86). */
 typedef struct qmm_x86_weights {
     qmm_x86_bf16_tiles bf16; /* AMX B-tiles; data == NULL when not packed */
-    qmm_x86_int8_tiles int8; /* AMX-INT8 B-tiles (q4_0, q8_0, q4_K); q == NULL when not packed */
+    qmm_x86_int8_tiles int8; /* AMX-INT8 B-tiles (32-block types); q == NULL when not packed */
     float *otf_row_scale;    /* bf16 row scales for the on-the-fly AMX kernel (m_pad) or NULL */
 } qmm_x86_weights;
 
@@ -22,7 +22,8 @@ typedef struct qmm_x86_weights {
  * Called by weights_init after the packed GGUF rows are in place; leaves cw->x86 NULL. The
  * AMX layouts are made by the first matmul that needs them (x86_backend.c): bf16 tiles for
  * fused (m_pad * k_pad * 2 bytes more), int8 tiles with per-block float scales for int8 on
- * q4_0, q8_0, q4_K (m_pad * k * (1 + 4/32 (+4/32 for q4_K)) bytes more).
+ * q4_0, q4_1, q5_0, q5_1, q8_0, q4_K, q5_K (m_pad * k * (1 + 4/32 (+4/32 for the types with
+ * a min)) bytes more).
  */
 qmm_status qmm_cpu_x86_weights_init(const qmm_context *ctx, qmm_weights *w);
 /* Free what qmm_cpu_x86_weights_init made (NULL-safe). */
@@ -37,7 +38,8 @@ bool qmm_cpu_x86_fused_amx_f32_supports(const qmm_context *ctx, qmm_type type,
 qmm_status qmm_cpu_x86_matmul_fused_amx(qmm_context *ctx, const qmm_weights *w, int64_t n,
                                         const float *x, int64_t ldx, float *y, int64_t ldy);
 
-/* int8 on AMX-INT8: q4_0, q8_0, q4_K (X quantized per call to int8 per 32-block). */
+/* int8: every quantized type; AMX-INT8 for the 32-block types (qmm_x86_int8_tiles_has_type),
+ * the VNNI gemv otherwise and at decode sizes (X quantized per call to int8 per 32-block). */
 bool qmm_cpu_x86_int8_amx_supports(const qmm_context *ctx, qmm_type type, const char **why);
 /* The kernel the int8 strategy runs for this type and n: "int8_vnni_gemv" (decode sizes, or
  * types without int8 tiles) or "int8_amx". */

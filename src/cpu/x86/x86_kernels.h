@@ -142,18 +142,20 @@ void qmm_x86_gemm_bf16_otf_amx(const qmm_x86_bf16_otf *w, int64_t n, const float
 void qmm_x86_otf_transpose16_for_test(uint32_t m[256]);
 
 /* ---------------------------------------------------------------------------------------
- * int8 tile-packed weights (q4_0, q8_0, q4_K): the operand of the AMX-INT8 GEMM.
+ * int8 tile-packed weights (q4_0, q4_1, q5_0, q5_1, q8_0, q4_K, q5_K: the types whose scales
+ * and mins are per 32-element block): the operand of the AMX-INT8 GEMM.
  *
  * W (m x k, k a multiple of 32) keeps its integer quants exactly as int8 (q4_0: q - 8 in
- * -8..7, q8_0: -128..127, q4_K: 0..15); m is padded to m_pad (multiple of 16) with zero rows.
+ * -8..7, q5_0: q - 16 in -16..15, q8_0: -128..127, q4_1/q4_K: 0..15, q5_1/q5_K: 0..31); m is
+ * padded to m_pad (multiple of 16) with zero rows.
  * Tile (g, c) holds W rows 16g..16g+15, elements 32c..32c+31 in the AMX B-operand form for
  * TDPBSSD with K = 32: tile row r (0..7), column j (0..15) holds the 4 bytes
  * W[16g+j][32c+4r .. 32c+4r+3], so a tile is 8 rows of 64 bytes, at
  *     q + (g * (k / 32) + c) * 512.
- * d[(g * (k/32) + c) * 16 + j] is the float scale of that row and block (q4_0/q8_0: d; q4_K:
- * d * sc); mn (q4_K only, else NULL) in the same layout holds minus the float the
- * dequantizer subtracts (-(dmin * mn)): w = d * q + mn, bit-identical to to_float.
- * Memory: m_pad * k * (1 + 4/32 (+ 4/32 for q4_K)) bytes.
+ * d[(g * (k/32) + c) * 16 + j] is the float scale of that row and block (d; the K-quants:
+ * d * sc); mn (types with a min, else NULL) in the same layout holds the float the
+ * dequantizer adds (q4_1/q5_1: m; q4_K/q5_K: -(dmin * mn)): w = d * q + mn, the to_float
+ * operands. Memory: m_pad * k * (1 + 4/32 (+ 4/32 with a min)) bytes.
  * ------------------------------------------------------------------------------------- */
 
 typedef struct qmm_x86_int8_tiles {
@@ -163,7 +165,7 @@ typedef struct qmm_x86_int8_tiles {
     int64_t m, k, m_pad;
 } qmm_x86_int8_tiles;
 
-/* True if qmm_x86_int8_tiles_pack handles `type` (q4_0, q8_0, q4_K). */
+/* True if qmm_x86_int8_tiles_pack handles `type` (q4_0, q4_1, q5_0, q5_1, q8_0, q4_K, q5_K). */
 bool qmm_x86_int8_tiles_has_type(qmm_type type);
 
 /*
