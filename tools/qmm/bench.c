@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -892,14 +893,23 @@ int qmm_cmd_bench(int argc, char **argv) {
         return pr == 1 ? 0 : pr == 3 ? 1 : 2; /* 1: --help; 3: runtime error; else usage */
     }
     if (o.model_path) { /* before the header and the bandwidth measurement */
-        FILE *mf = fopen(o.model_path, "rb");
-        if (mf == NULL) {
-            fprintf(stderr, "qmm bench: --model '%s': cannot open: %s\n", o.model_path, strerror(errno));
+        struct stat st;
+        const char *why = NULL;
+        if (stat(o.model_path, &st) != 0) {
+            why = strerror(errno);
+        } else if (!S_ISREG(st.st_mode)) {
+            why = "not a regular file";
+        } else {
+            FILE *mf = fopen(o.model_path, "rb");
+            if (mf == NULL) why = strerror(errno);
+            else fclose(mf);
+        }
+        if (why != NULL) {
+            fprintf(stderr, "qmm bench: --model '%s': cannot open: %s\n", o.model_path, why);
             free(o.ns);
             free(o.shapes);
             return 1;
         }
-        fclose(mf);
     }
     int rc = 0;
     bench_run r;
