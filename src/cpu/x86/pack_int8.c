@@ -34,8 +34,67 @@ static bool has_min(qmm_type type) {
 }
 
 /* The 32 high bits of a q5_0 / q5_1 block (qh, little-endian). */
-static uint32_t qh32(const uint8_t qh[4]) {
+static uint32_t qh32(const unsigned char qh[4]) {
     return (uint32_t)qh[0] | (uint32_t)qh[1] << 8 | (uint32_t)qh[2] << 16 | (uint32_t)qh[3] << 24;
+}
+
+/* An f16 field at byte `at` of a block. */
+static float half_at(const unsigned char *blk, size_t at) {
+    qmm_half h;
+    memcpy(&h, blk + at, sizeof h);
+    return qmm_fp16_to_fp32(h);
+}
+
+/* q4_0, q4_1, q5_0, q5_1 (blocks.h: d, then m if MIN, then qh[4] if QH, then qs[16]): element l
+ * of a block is the low (l < 16) or high nibble of qs[l % 16], with bit l of qh as bit 4,
+ * minus off (8, 16, or 0 for the types with a min). */
+static void unpack_legacy(const unsigned char *row, int64_t nb, size_t bytes, bool min, bool qh5,
+                          int off, int8_t *q, float *d, float *mn) {
+    const size_t qh_at = min ? 4 : 2, qs_at = qh_at + (qh5 ? 4 : 0);
+    for (int64_t b = 0; b < nb; b++) {
+        const unsigned char *blk = row + (size_t)b * bytes;
+        d[b] = half_at(blk, 0);
+        mn[b] = min ? half_at(blk, 2) : 0.0f;
+        const uint32_t qh = qh5 ? qh32(blk + qh_at) : 0u;
+        for (int l = 0; l < 32; l++) {
+            const uint8_t byte = blk[qs_at + (l % 16)];
+            const int nib = l < 16 ? byte & 0xF : byte >> 4;
+            q[32 * b + l] = (int8_t)((nib | (int)(((qh >> l) & 1u) << 4)) - off);
+        }
+    }
+}
+
+/* q4_K, q5_K: sub-block sb of a super-block has scale d * sc and min -(dmin * m)
+ * (qmm_kq_get_scale_min_k4); its q is the low (sb even) or high nibble of qs[32 * (sb / 2) + l],
+ * plus 16 when bit sb of qh[l] is set (q5_K). */
+static void unpack_k45(const unsigned char *row, int64_t nsuper, bool q5, int8_t *q, float *d,
+                       float *mn) {
+    for (int64_t s = 0; s < nsuper; s++) {
+        block_q5_K b5;
+        block_q4_K b4;
+        const uint8_t *scales, *qs, *qh = NULL;
+        float dd, dmin;
+        if (q5) {
+            memcpy(&b5, row + (size_t)s * sizeof b5, sizeof b5);
+            scales = b5.scales, qs = b5.qs, qh = b5.qh;
+            dd = qmm_fp16_to_fp32(b5.d), dmin = qmm_fp16_to_fp32(b5.dmin);
+        } else {
+            memcpy(&b4, row + (size_t)s * sizeof b4, sizeof b4);
+            scales = b4.scales, qs = b4.qs;
+            dd = qmm_fp16_to_fp32(b4.d), dmin = qmm_fp16_to_fp32(b4.dmin);
+        }
+        for (int sb = 0; sb < 8; sb++) {
+            uint8_t sc, m;
+            qmm_kq_get_scale_min_k4(sb, scales, &sc, &m);
+            const int64_t b = 8 * s + sb;
+            d[b] = dd * (float)sc;
+            mn[b] = -(dmin * (float)m);
+            const uint8_t *qsb = qs + 32 * (sb / 2);
+            for (int l = 0; l < 32; l++)
+                q[32 * b + l] = (int8_t)((sb % 2 == 0 ? qsb[l] & 0xF : qsb[l] >> 4) +
+                                         (qh != NULL && ((qh[l] >> sb) & 1) ? 16 : 0));
+        }
+    }
 }
 
 /* One W row: 32-element blocks of int8 quants q[k], scales d[k/32], mins mn[k/32] (the
@@ -43,72 +102,14 @@ static uint32_t qh32(const uint8_t qh[4]) {
 static void unpack_row(qmm_type type, const unsigned char *row, int64_t k, int8_t *q, float *d,
                        float *mn) {
     const int64_t nb = k / 32;
-    if (type == QMM_TYPE_Q4_1) {
-        for (int64_t b = 0; b < nb; b++) {
-            block_q4_1 blk;
-            memcpy(&blk, row + (size_t)b * sizeof blk, sizeof blk);
-            d[b] = qmm_fp16_to_fp32(blk.d);
-            mn[b] = qmm_fp16_to_fp32(blk.m);
-            for (int l = 0; l < 16; l++) {
-                q[32 * b + l] = (int8_t)(blk.qs[l] & 0xF);
-                q[32 * b + 16 + l] = (int8_t)(blk.qs[l] >> 4);
-            }
-        }
-    } else if (type == QMM_TYPE_Q5_0 || type == QMM_TYPE_Q5_1) {
-        const bool q50 = type == QMM_TYPE_Q5_0;
-        const size_t bytes = q50 ? sizeof(block_q5_0) : sizeof(block_q5_1);
-        for (int64_t b = 0; b < nb; b++) {
-            if (q50) {
-                block_q5_0 blk;
-                memcpy(&blk, row + (size_t)b * bytes, sizeof blk);
-                d[b] = qmm_fp16_to_fp32(blk.d);
-                mn[b] = 0.0f;
-                const uint32_t qh = qh32(blk.qh);
-                for (int l = 0; l < 16; l++) {
-                    q[32 * b + l] = (int8_t)((int)((blk.qs[l] & 0xF) | (((qh >> l) & 1u) << 4)) - 16);
-                    q[32 * b + 16 + l] = (int8_t)((int)((blk.qs[l] >> 4) | (((qh >> (l + 16)) & 1u) << 4)) - 16);
-                }
-            } else {
-                block_q5_1 blk;
-                memcpy(&blk, row + (size_t)b * bytes, sizeof blk);
-                d[b] = qmm_fp16_to_fp32(blk.d);
-                mn[b] = qmm_fp16_to_fp32(blk.m);
-                const uint32_t qh = qh32(blk.qh);
-                for (int l = 0; l < 16; l++) {
-                    q[32 * b + l] = (int8_t)((blk.qs[l] & 0xF) | (((qh >> l) & 1u) << 4));
-                    q[32 * b + 16 + l] = (int8_t)((blk.qs[l] >> 4) | (((qh >> (l + 16)) & 1u) << 4));
-                }
-            }
-        }
-    } else if (type == QMM_TYPE_Q5_K) {
-        for (int64_t s = 0; s < k / 256; s++) {
-            block_q5_K blk;
-            memcpy(&blk, row + (size_t)s * sizeof blk, sizeof blk);
-            const float dd = qmm_fp16_to_fp32(blk.d), dmin = qmm_fp16_to_fp32(blk.dmin);
-            for (int sb = 0; sb < 8; sb++) {
-                uint8_t sc, m;
-                qmm_kq_get_scale_min_k4(sb, blk.scales, &sc, &m);
-                const int64_t b = 8 * s + sb;
-                d[b] = dd * (float)sc;
-                mn[b] = -(dmin * (float)m);
-                const uint8_t *qs = blk.qs + 32 * (sb / 2);
-                for (int l = 0; l < 32; l++)
-                    q[32 * b + l] = (int8_t)((sb % 2 == 0 ? qs[l] & 0xF : qs[l] >> 4) +
-                                             ((blk.qh[l] >> sb) & 1 ? 16 : 0));
-            }
-        }
-    } else if (type == QMM_TYPE_Q4_0) {
-        for (int64_t b = 0; b < nb; b++) {
-            block_q4_0 blk;
-            memcpy(&blk, row + (size_t)b * sizeof blk, sizeof blk);
-            d[b] = qmm_fp16_to_fp32(blk.d);
-            mn[b] = 0.0f;
-            for (int l = 0; l < 16; l++) {
-                q[32 * b + l] = (int8_t)((blk.qs[l] & 0xF) - 8);
-                q[32 * b + 16 + l] = (int8_t)((blk.qs[l] >> 4) - 8);
-            }
-        }
-    } else if (type == QMM_TYPE_Q8_0) {
+    switch (type) {
+    case QMM_TYPE_Q4_0: unpack_legacy(row, nb, sizeof(block_q4_0), false, false, 8, q, d, mn); break;
+    case QMM_TYPE_Q4_1: unpack_legacy(row, nb, sizeof(block_q4_1), true, false, 0, q, d, mn); break;
+    case QMM_TYPE_Q5_0: unpack_legacy(row, nb, sizeof(block_q5_0), false, true, 16, q, d, mn); break;
+    case QMM_TYPE_Q5_1: unpack_legacy(row, nb, sizeof(block_q5_1), true, true, 0, q, d, mn); break;
+    case QMM_TYPE_Q4_K: unpack_k45(row, k / 256, false, q, d, mn); break;
+    case QMM_TYPE_Q5_K: unpack_k45(row, k / 256, true, q, d, mn); break;
+    default: /* q8_0 */
         for (int64_t b = 0; b < nb; b++) {
             block_q8_0 blk;
             memcpy(&blk, row + (size_t)b * sizeof blk, sizeof blk);
@@ -116,22 +117,7 @@ static void unpack_row(qmm_type type, const unsigned char *row, int64_t k, int8_
             mn[b] = 0.0f;
             memcpy(q + 32 * b, blk.qs, 32);
         }
-    } else { /* q4_K */
-        for (int64_t s = 0; s < k / 256; s++) {
-            block_q4_K blk;
-            memcpy(&blk, row + (size_t)s * sizeof blk, sizeof blk);
-            const float dd = qmm_fp16_to_fp32(blk.d), dmin = qmm_fp16_to_fp32(blk.dmin);
-            for (int sb = 0; sb < 8; sb++) {
-                uint8_t sc, m;
-                qmm_kq_get_scale_min_k4(sb, blk.scales, &sc, &m);
-                const int64_t b = 8 * s + sb;
-                d[b] = dd * (float)sc;
-                mn[b] = -(dmin * (float)m);
-                const uint8_t *qs = blk.qs + 32 * (sb / 2);
-                for (int l = 0; l < 32; l++)
-                    q[32 * b + l] = (int8_t)(sb % 2 == 0 ? qs[l] & 0xF : qs[l] >> 4);
-            }
-        }
+        break;
     }
 }
 
