@@ -102,8 +102,21 @@ typedef enum qmm_type {
     QMM_TYPE_Q5_K = 13, /**< 256 elements, 176 bytes: f16 d, dmin, scales, 32 bytes high bits, nibbles */
     QMM_TYPE_Q6_K = 14, /**< 256 elements, 210 bytes: 128 bytes low nibbles, 64 bytes high 2 bits, 16 int8 scales, f16 d */
     QMM_TYPE_Q8_K = 15, /**< 256 elements, 292 bytes: f32 d, 256 int8, 16 int16 block sums (activations only) */
-    QMM_TYPE_BF16 = 30, /**< bfloat16, block of 1, 2 bytes */
-    QMM_TYPE_COUNT = 31 /**< one past the largest id; ids in between may be unsupported */
+    QMM_TYPE_IQ2_XXS = 16, /**< 256 elements, 66 bytes: f16 d; 8 groups of 8 from a 256-entry grid, signs, 4-bit scales */
+    QMM_TYPE_IQ2_XS = 17,  /**< 256 elements, 74 bytes: f16 d; 512-entry grid, signs, 4-bit scales per 16 */
+    QMM_TYPE_IQ3_XXS = 18, /**< 256 elements, 98 bytes: f16 d; groups of 4 from a 256-entry grid, signs, scales */
+    QMM_TYPE_IQ1_S = 19,   /**< 256 elements, 50 bytes: f16 d; 2048-entry ternary grid, 3-bit scales, delta sign */
+    QMM_TYPE_IQ4_NL = 20,  /**< 32 elements, 18 bytes: f16 d, 16 bytes nibbles; d * codebook[q] (16 int8 values) */
+    QMM_TYPE_IQ3_S = 21,   /**< 256 elements, 110 bytes: f16 d; 512-entry grid, explicit signs, 4-bit scales */
+    QMM_TYPE_IQ2_S = 22,   /**< 256 elements, 82 bytes: f16 d; 1024-entry grid, explicit signs, 4-bit scales */
+    QMM_TYPE_IQ4_XS = 23,  /**< 256 elements, 136 bytes: f16 d, 6-bit scales per 32, nibbles into iq4_nl's codebook */
+    QMM_TYPE_IQ1_M = 29,   /**< 256 elements, 56 bytes: 2048-entry ternary grid, 3-bit scales holding an f16 d */
+    QMM_TYPE_BF16 = 30,    /**< bfloat16, block of 1, 2 bytes */
+    QMM_TYPE_TQ1_0 = 34,   /**< 256 elements, 54 bytes: ternary, 5 values per byte in base 3, f16 d */
+    QMM_TYPE_TQ2_0 = 35,   /**< 256 elements, 66 bytes: ternary, 2 bits per value, f16 d */
+    QMM_TYPE_MXFP4 = 39,   /**< 32 elements, 17 bytes: E8M0 scale, 16 bytes of E2M1 nibbles (OCP MX) */
+    QMM_TYPE_NVFP4 = 40,   /**< 64 elements, 36 bytes: 4 UE4M3 scales (one per 16), 32 bytes of E2M1 nibbles */
+    QMM_TYPE_COUNT = 41    /**< one past the largest id; ids in between may be unsupported */
 } qmm_type;
 
 /** True if `type` is an id in the table that qmm implements (any of the above). */
@@ -128,6 +141,10 @@ QMM_API size_t qmm_type_block_bytes(qmm_type type);
 /** True if the type may be used as weights in qmm_weights_create (all but q8_K). */
 QMM_API bool qmm_type_is_weight(qmm_type type);
 
+/** True if qmm_quantize_rows has a reference quantizer for the type (false for most
+ * i-quants, whose ggml quantizers search grids or need an importance matrix). */
+QMM_API bool qmm_type_has_quantizer(qmm_type type);
+
 /**
  * Packed bytes of one row of k elements: (k / block_size) * block_bytes.
  * Errors: QMM_ERR_UNSUPPORTED for an unknown type; QMM_ERR_INVALID_ARGUMENT if k <= 0, k is
@@ -139,7 +156,9 @@ QMM_API qmm_status qmm_row_bytes(qmm_type type, int64_t k, size_t *out);
  * Quantize `nrows` rows of k float32 (row i at src + i*k) into packed blocks of `type`
  * (row i at dst + i*qmm_row_bytes(type,k)), with GGML's reference quantizer
  * (quantize_row_*_ref): the bytes equal GGML's and gguf.quants'.
- * Errors: NULL pointers, nrows < 0, k not a multiple of the block size, unknown type.
+ * Errors: NULL pointers, nrows < 0, k not a multiple of the block size, unknown type;
+ * QMM_ERR_UNSUPPORTED for a type qmm has no reference quantizer for (most i-quants:
+ * docs/FORMATS.md; use qmm_random_rows).
  */
 QMM_API qmm_status qmm_quantize_rows(qmm_type type, const float *src, void *dst,
                                      int64_t nrows, int64_t k);
@@ -153,8 +172,19 @@ QMM_API qmm_status qmm_dequantize_rows(qmm_type type, const void *src, float *ds
                                        int64_t nrows, int64_t k);
 
 /**
- * Check packed rows for non-finite f16/f32 scales (d, dmin, m). Returns QMM_OK if all are
- * finite, QMM_ERR_NUMERIC naming the first bad row and block otherwise.
+ * Fill `nrows` packed rows of k elements with random valid blocks, the same bytes for the
+ * same seed on every machine: every byte random, then every scale field (f16 d, dmin, m;
+ * E8M0; UE4M3) set to a random finite value such that elements are about `scale` in
+ * magnitude. The way to make weights of a type that has no reference quantizer.
+ * Errors: as qmm_quantize_rows; scale not positive and finite.
+ */
+QMM_API qmm_status qmm_random_rows(qmm_type type, uint64_t seed, double scale, void *dst,
+                                   int64_t nrows, int64_t k);
+
+/**
+ * Check packed rows for non-finite scale fields (f16/bf16/f32 d, dmin, m, and an E8M0 byte
+ * 0xFF or a UE4M3 byte 0x7F/0xFF, NaN in their formats' definitions). Returns QMM_OK if all
+ * are finite, QMM_ERR_NUMERIC naming the first bad row and block otherwise.
  */
 QMM_API qmm_status qmm_validate_rows(qmm_type type, const void *src, int64_t nrows,
                                      int64_t k, size_t row_stride);

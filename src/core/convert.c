@@ -23,6 +23,9 @@ qmm_status qmm_quantize_rows(qmm_type type, const float *src, void *dst, int64_t
     size_t rb;
     qmm_status st = check_rows("qmm_quantize_rows", type, src, dst, nrows, k, &t, &rb);
     if (st != QMM_OK) return st;
+    if (t->from_float_ref == NULL)
+        return qmm_error(QMM_ERR_UNSUPPORTED, "qmm_quantize_rows: qmm has no reference quantizer "
+                         "for %s (docs/FORMATS.md; qmm_random_rows makes valid %s rows)", t->name, t->name);
     for (int64_t i = 0; i < nrows; i++)
         t->from_float_ref(src + i * k, (char *)dst + (size_t)i * rb, k);
     return QMM_OK;
@@ -54,5 +57,19 @@ qmm_status qmm_validate_rows(qmm_type type, const void *src, int64_t nrows, int6
             return qmm_error(QMM_ERR_NUMERIC, "non-finite scale in %s weights: row %lld, block %lld",
                              t->name, (long long)i, (long long)b);
     }
+    return QMM_OK;
+}
+
+qmm_status qmm_random_rows(qmm_type type, uint64_t seed, double scale, void *dst, int64_t nrows,
+                           int64_t k) {
+    const qmm_type_traits *t;
+    size_t rb;
+    qmm_status st = check_rows("qmm_random_rows", type, dst, dst, nrows, k, &t, &rb);
+    if (st != QMM_OK) return st;
+    if (!(scale > 0 && scale < 1e30))
+        return qmm_error(QMM_ERR_INVALID_ARGUMENT, "qmm_random_rows: scale (%g) must be positive "
+                         "and finite", scale);
+    uint64_t rng = seed ^ 0x6A09E667F3BCC908ull;
+    qmm_type_random_blocks(type, &rng, scale, dst, nrows * (k / t->block_size));
     return QMM_OK;
 }

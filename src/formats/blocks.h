@@ -48,6 +48,27 @@ typedef struct { uint8_t ql[QK_K / 2]; uint8_t qh[QK_K / 4]; int8_t scales[QK_K 
 /* q8_K (activations only): value = q * d; bsums[i] = sum of qs[16i .. 16i+15]. */
 typedef struct { float d; int8_t qs[QK_K]; int16_t bsums[QK_K / 16]; } block_q8_K;
 
+/* The i-quants, ternary and FP4 types (ggml-common.h). Their element formulas are in each
+ * type's codec (src/formats/codec_*.h); here only the byte layout. */
+#define QK4_NL 32
+#define QK_MXFP4 32
+#define QK_NVFP4 64
+#define QK_NVFP4_SUB 16
+
+typedef struct { qmm_half d; uint16_t qs[QK_K / 8]; } block_iq2_xxs;
+typedef struct { qmm_half d; uint16_t qs[QK_K / 8]; uint8_t scales[QK_K / 32]; } block_iq2_xs;
+typedef struct { qmm_half d; uint8_t qs[QK_K / 4]; uint8_t qh[QK_K / 32]; uint8_t scales[QK_K / 32]; } block_iq2_s;
+typedef struct { qmm_half d; uint8_t qs[3 * QK_K / 8]; } block_iq3_xxs;
+typedef struct { qmm_half d; uint8_t qs[QK_K / 4]; uint8_t qh[QK_K / 32]; uint8_t signs[QK_K / 8]; uint8_t scales[QK_K / 64]; } block_iq3_s;
+typedef struct { qmm_half d; uint8_t qs[QK_K / 8]; uint16_t qh[QK_K / 32]; } block_iq1_s;
+typedef struct { uint8_t qs[QK_K / 8]; uint8_t qh[QK_K / 16]; uint8_t scales[QK_K / 32]; } block_iq1_m;
+typedef struct { qmm_half d; uint8_t qs[QK4_NL / 2]; } block_iq4_nl;
+typedef struct { qmm_half d; uint16_t scales_h; uint8_t scales_l[QK_K / 64]; uint8_t qs[QK_K / 2]; } block_iq4_xs;
+typedef struct { uint8_t qs[(QK_K - 4 * QK_K / 64) / 5]; uint8_t qh[QK_K / 64]; qmm_half d; } block_tq1_0;
+typedef struct { uint8_t qs[QK_K / 4]; qmm_half d; } block_tq2_0;
+typedef struct { uint8_t e; uint8_t qs[QK_MXFP4 / 2]; } block_mxfp4;
+typedef struct { uint8_t d[QK_NVFP4 / QK_NVFP4_SUB]; uint8_t qs[QK_NVFP4 / 2]; } block_nvfp4;
+
 #if defined(__cplusplus)
 #  define QMM_STATIC_ASSERT(c, m) static_assert(c, m)
 #else
@@ -64,5 +85,18 @@ QMM_STATIC_ASSERT(sizeof(block_q4_K) == 144, "block_q4_K size");
 QMM_STATIC_ASSERT(sizeof(block_q5_K) == 176, "block_q5_K size");
 QMM_STATIC_ASSERT(sizeof(block_q6_K) == 210, "block_q6_K size");
 QMM_STATIC_ASSERT(sizeof(block_q8_K) == 292, "block_q8_K size");
+QMM_STATIC_ASSERT(sizeof(block_iq2_xxs) == 66, "block_iq2_xxs size");
+QMM_STATIC_ASSERT(sizeof(block_iq2_xs) == 74, "block_iq2_xs size");
+QMM_STATIC_ASSERT(sizeof(block_iq2_s) == 82, "block_iq2_s size");
+QMM_STATIC_ASSERT(sizeof(block_iq3_xxs) == 98, "block_iq3_xxs size");
+QMM_STATIC_ASSERT(sizeof(block_iq3_s) == 110, "block_iq3_s size");
+QMM_STATIC_ASSERT(sizeof(block_iq1_s) == 50, "block_iq1_s size");
+QMM_STATIC_ASSERT(sizeof(block_iq1_m) == 56, "block_iq1_m size");
+QMM_STATIC_ASSERT(sizeof(block_iq4_nl) == 18, "block_iq4_nl size");
+QMM_STATIC_ASSERT(sizeof(block_iq4_xs) == 136, "block_iq4_xs size");
+QMM_STATIC_ASSERT(sizeof(block_tq1_0) == 54, "block_tq1_0 size");
+QMM_STATIC_ASSERT(sizeof(block_tq2_0) == 66, "block_tq2_0 size");
+QMM_STATIC_ASSERT(sizeof(block_mxfp4) == 17, "block_mxfp4 size");
+QMM_STATIC_ASSERT(sizeof(block_nvfp4) == 36, "block_nvfp4 size");
 
 #endif /* QMM_FORMATS_BLOCKS_H */

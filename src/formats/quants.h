@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "formats/blocks.h"
+#include "formats/type_list.h"
 
 #define QMM_FORMAT_PAIR(t)                                                          \
     void qmm_dequantize_row_##t(const void *src, float *dst, int64_t k);           \
@@ -31,6 +32,12 @@ QMM_FORMAT_PAIR(q6_K)
 QMM_FORMAT_PAIR(q8_K)
 
 #undef QMM_FORMAT_PAIR
+
+/* The unit-codec types (type_list.h): dequantizers from quants_unit.c; reference quantizers,
+ * where a type has one, are declared by its codec header as QMM_QUANTIZER_<name>. */
+#define QMM_UNIT_DEQUANTIZER_DECL(E, nm) void qmm_dequantize_row_##nm(const void *src, float *dst, int64_t k);
+QMM_UNIT_TYPES(QMM_UNIT_DEQUANTIZER_DECL)
+#undef QMM_UNIT_DEQUANTIZER_DECL
 
 /*
  * Index of the first block in one row (nblocks blocks) whose scale fields (d, dmin, m) are

@@ -1,79 +1,147 @@
 /*
- * validate.c — finding non-finite scales in packed rows (qmm_validate_rows,
- * QMM_FLAG_VALIDATE).
+ * validate.c — the scale fields of a block, by kind (formats/codec.h, qmm_type_layout): finding
+ * non-finite scales in packed rows (qmm_validate_rows, QMM_FLAG_VALIDATE) and filling blocks
+ * with random valid bytes (qmm_type_random_blocks: benchmarks and tests).
  *
- * Which fields are scales, per type (layouts from ggml-common.h, see blocks.h):
- *   f32, f16, bf16           every element (a "block" is one element)
- *   q4_0, q5_0, q8_0, q3_K,  the f16 d
- *   q6_K
- *   q4_1, q5_1               the f16 d and the f16 m
- *   q2_K, q4_K, q5_K         the f16 d and the f16 dmin
- *   q8_K                     the float32 d
- * A field is non-finite when its exponent bits are all ones (Inf or NaN).
+ * Non-finite, per kind: f16, bf16, f32 with all exponent bits set (Inf or NaN); an E8M0 byte
+ * 0xFF and a UE4M3 byte with all of its low 7 bits set (0x7F, 0xFF): NaN in the OCP MX and
+ * E4M3 definitions. ggml decodes those two bytes to finite numbers (2^127, and 0 resp. 240):
+ * qmm's dequantizers do exactly as ggml does, and validation reports them.
  */
+#include <math.h>
 #include <stddef.h>
 #include <string.h>
 
 #include "core/types.h"
+#include "formats/fp16.h"
 #include "formats/quants.h"
 
-/* Where the 16-bit and 32-bit scale fields of a block start; -1 ends a list. */
-typedef struct {
-    int half[2];  /* offsets of f16 fields, -1 when unused */
-    int f32;      /* offset of a float32 field, -1 when unused */
-} scale_fields;
+/* iq1_m's f16 scale: the top nibbles of four little-endian uint16 at p. */
+static uint16_t iq1m_scale(const uint8_t *p) {
+    uint16_t sc[4];
+    for (int i = 0; i < 4; i++) sc[i] = (uint16_t)(p[2 * i] | (p[2 * i + 1] << 8));
+    return (uint16_t)((sc[0] >> 12) | ((sc[1] >> 8) & 0x00F0) | ((sc[2] >> 4) & 0x0F00) |
+                      (sc[3] & 0xF000));
+}
 
-static bool lookup_fields(int type, scale_fields *f) {
-    f->half[0] = f->half[1] = -1;
-    f->f32 = -1;
-    switch (type) {
-    case QMM_TYPE_F32: f->f32 = 0; break;
-    case QMM_TYPE_F16: f->half[0] = 0; break;
-    case QMM_TYPE_BF16: break; /* handled by the caller (bf16 exponent) */
-    case QMM_TYPE_Q4_0: f->half[0] = offsetof(block_q4_0, d); break;
-    case QMM_TYPE_Q4_1: f->half[0] = offsetof(block_q4_1, d); f->half[1] = offsetof(block_q4_1, m); break;
-    case QMM_TYPE_Q5_0: f->half[0] = offsetof(block_q5_0, d); break;
-    case QMM_TYPE_Q5_1: f->half[0] = offsetof(block_q5_1, d); f->half[1] = offsetof(block_q5_1, m); break;
-    case QMM_TYPE_Q8_0: f->half[0] = offsetof(block_q8_0, d); break;
-    case QMM_TYPE_Q2_K: f->half[0] = offsetof(block_q2_K, d); f->half[1] = offsetof(block_q2_K, dmin); break;
-    case QMM_TYPE_Q3_K: f->half[0] = offsetof(block_q3_K, d); break;
-    case QMM_TYPE_Q4_K: f->half[0] = offsetof(block_q4_K, d); f->half[1] = offsetof(block_q4_K, dmin); break;
-    case QMM_TYPE_Q5_K: f->half[0] = offsetof(block_q5_K, d); f->half[1] = offsetof(block_q5_K, dmin); break;
-    case QMM_TYPE_Q6_K: f->half[0] = offsetof(block_q6_K, d); break;
-    case QMM_TYPE_Q8_K: f->f32 = offsetof(block_q8_K, d); break;
-    default: return false;
+static bool field_nonfinite(qmm_scale_kind kind, const uint8_t *p) {
+    uint32_t u = 0;
+    switch (kind) {
+    case QMM_SCALE_F16: u = (uint32_t)p[0] | ((uint32_t)p[1] << 8); return (u & 0x7C00u) == 0x7C00u;
+    case QMM_SCALE_BF16: u = (uint32_t)p[0] | ((uint32_t)p[1] << 8); return (u & 0x7F80u) == 0x7F80u;
+    case QMM_SCALE_F32: memcpy(&u, p, 4); return (u & 0x7F800000u) == 0x7F800000u;
+    case QMM_SCALE_E8M0: return p[0] == 0xFF;
+    case QMM_SCALE_UE4M3: return (p[0] & 0x7F) == 0x7F;
+    case QMM_SCALE_F16_IQ1M: return (iq1m_scale(p) & 0x7C00u) == 0x7C00u;
+    case QMM_SCALE_NONE: break;
     }
-    return true;
+    return false;
 }
 
-static bool half_nonfinite(const uint8_t *p) {
-    uint16_t h;
-    memcpy(&h, p, sizeof(h));
-    return (h & 0x7C00u) == 0x7C00u;
-}
-
-static bool bf16_nonfinite(const uint8_t *p) {
-    uint16_t h;
-    memcpy(&h, p, sizeof(h));
-    return (h & 0x7F80u) == 0x7F80u;
-}
-
-static bool f32_nonfinite(const uint8_t *p) {
-    uint32_t u;
-    memcpy(&u, p, sizeof(u));
-    return (u & 0x7F800000u) == 0x7F800000u;
+/* Bytes one field of a kind occupies. */
+static size_t field_bytes(qmm_scale_kind kind) {
+    switch (kind) {
+    case QMM_SCALE_F16: case QMM_SCALE_BF16: return 2;
+    case QMM_SCALE_F32: return 4;
+    case QMM_SCALE_E8M0: case QMM_SCALE_UE4M3: return 1;
+    case QMM_SCALE_F16_IQ1M: return 8;
+    case QMM_SCALE_NONE: break;
+    }
+    return 0;
 }
 
 int64_t qmm_first_nonfinite_block(int type, const void *row, int64_t nblocks) {
     const qmm_type_traits *t = qmm_type_traits_get(type);
-    scale_fields f;
-    if (t == NULL || row == NULL || !lookup_fields(type, &f)) return -1;
+    if (t == NULL || row == NULL) return -1;
     const uint8_t *p = row;
-    for (int64_t b = 0; b < nblocks; b++, p += t->block_bytes) {
-        if (type == QMM_TYPE_BF16 && bf16_nonfinite(p)) return b;
-        if (f.half[0] >= 0 && half_nonfinite(p + f.half[0])) return b;
-        if (f.half[1] >= 0 && half_nonfinite(p + f.half[1])) return b;
-        if (f.f32 >= 0 && f32_nonfinite(p + f.f32)) return b;
-    }
+    for (int64_t b = 0; b < nblocks; b++, p += t->block_bytes)
+        for (int f = 0; f < QMM_MAX_SCALE_FIELDS; f++) {
+            const qmm_scale_field *sf = &t->layout.scales[f];
+            const size_t w = field_bytes((qmm_scale_kind)sf->kind);
+            for (int c = 0; c < sf->count; c++)
+                if (field_nonfinite((qmm_scale_kind)sf->kind, p + sf->offset + (size_t)c * w)) return b;
+        }
     return -1;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Random valid blocks
+ * ------------------------------------------------------------------------------------- */
+
+static uint64_t rng_next(uint64_t *s) { /* splitmix64 (Steele, Lea, Flood 2014) */
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* A random float of magnitude in [mag/2, 2*mag) with a random sign. */
+static float random_value(uint64_t *rng, double mag) {
+    const uint64_t v = rng_next(rng);
+    const double f = ldexp(1.0 + (double)(v >> 12) / 4503599627370496.0, (int)((v >> 1) % 2) - 1);
+    return (float)((v & 1) ? -f * mag : f * mag);
+}
+
+/* Smallest UE4M3 byte (never 0x7F) whose value (ggml's ue4m3 decode with its 0.5 factor) is
+ * at least `mag`, randomized by one step either way. */
+static uint8_t random_ue4m3(uint64_t *rng, double mag) {
+    uint8_t best = 0x08;
+    for (int b = 0x08; b < 0x7F; b++) {
+        const double v = (1.0 + (b & 7) / 8.0) * ldexp(1.0, (b >> 3) - 7) * 0.5;
+        best = (uint8_t)b;
+        if (v >= mag) break;
+    }
+    int r = (int)best + (int)(rng_next(rng) % 5) - 2;
+    if (r < 0x08) r = 0x08;
+    if (r > 0x7E) r = 0x7E;
+    return (uint8_t)r;
+}
+
+static void put16(uint8_t *p, uint16_t v) {
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+}
+
+static void random_field(uint64_t *rng, qmm_scale_kind kind, double mag, uint8_t *p) {
+    switch (kind) {
+    case QMM_SCALE_F16: put16(p, qmm_fp32_to_fp16(random_value(rng, mag))); break;
+    case QMM_SCALE_BF16: put16(p, qmm_fp32_to_bf16(random_value(rng, mag))); break;
+    case QMM_SCALE_F32: {
+        const float f = random_value(rng, mag);
+        memcpy(p, &f, 4);
+        break;
+    }
+    case QMM_SCALE_E8M0: { /* ggml's value: 2^(e - 128) */
+        int e = 128 + (int)lround(log2(mag)) + (int)(rng_next(rng) % 3) - 1;
+        p[0] = (uint8_t)(e < 1 ? 1 : e > 0xFE ? 0xFE : e);
+        break;
+    }
+    case QMM_SCALE_UE4M3: p[0] = random_ue4m3(rng, mag); break;
+    case QMM_SCALE_F16_IQ1M: {
+        const uint16_t h = qmm_fp32_to_fp16(random_value(rng, mag));
+        for (int i = 0; i < 4; i++) {
+            const uint16_t sc = (uint16_t)((p[2 * i] | (p[2 * i + 1] << 8)) & 0x0FFF);
+            put16(p + 2 * i, (uint16_t)(sc | (((h >> (4 * i)) & 0xF) << 12)));
+        }
+        break;
+    }
+    case QMM_SCALE_NONE: break;
+    }
+}
+
+bool qmm_type_random_blocks(int type, uint64_t *rng, double scale, void *dst, int64_t nblocks) {
+    const qmm_type_traits *t = qmm_type_traits_get(type);
+    if (t == NULL || dst == NULL) return false;
+    uint8_t *p = dst;
+    const double mag = scale / (t->layout.max_q > 0 ? t->layout.max_q : 1.0);
+    for (int64_t b = 0; b < nblocks; b++, p += t->block_bytes) {
+        for (size_t i = 0; i < t->block_bytes; i++) p[i] = (uint8_t)rng_next(rng);
+        for (int f = 0; f < QMM_MAX_SCALE_FIELDS; f++) {
+            const qmm_scale_field *sf = &t->layout.scales[f];
+            const size_t w = field_bytes((qmm_scale_kind)sf->kind);
+            for (int c = 0; c < sf->count; c++)
+                random_field(rng, (qmm_scale_kind)sf->kind, mag, p + sf->offset + (size_t)c * w);
+        }
+    }
+    return true;
 }
