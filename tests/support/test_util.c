@@ -123,7 +123,9 @@ qmm_status tu_weights_make(tu_weights *w, qmm_type type, int64_t m, int64_t k, s
         return QMM_ERR_OUT_OF_MEMORY;
     }
     tu_fill_uniform(r, src, (size_t)m * (size_t)k, -1.0f, 1.0f);
-    st = qmm_quantize_rows(type, src, packed, m, k);
+    /* types without a reference quantizer: random valid blocks, elements of about 0.5 */
+    st = qmm_type_has_quantizer(type) ? qmm_quantize_rows(type, src, packed, m, k)
+                                      : qmm_random_rows(type, tu_rng_u64(r), 0.5, packed, m, k);
     if (st == QMM_OK) {
         size_t stride = rb + pad;
         w->buf = tu_guarded_alloc((size_t)(m - 1) * stride + rb);
