@@ -25,6 +25,12 @@
 #include "cpu/cpu_features.h"
 #include "qmm.h"
 
+/* Quantized rows of wf, or random valid blocks for a type without a reference quantizer. */
+static qmm_status make_weights(qmm_type type, const float *wf, void *wq, int64_t m, int64_t k) {
+    if (qmm_type_has_quantizer(type)) return qmm_quantize_rows(type, wf, wq, m, k);
+    return qmm_random_rows(type, (uint64_t)type * 977 + (uint64_t)k, 0.5, wq, m, k);
+}
+
 static const int64_t ns[] = {1, 2, 3, 15, 16, 17, 64, 65};
 #define N_NS (sizeof ns / sizeof ns[0])
 #define GUARD 3 /* extra floats per Y row that must stay untouched */
@@ -91,7 +97,7 @@ static void check_level(qmm_cpu_isa isa) {
             float *ref = malloc(sizeof(float) * nmax * m);
             fill(wf, m * k, (uint32_t)(type * 7 + variant));
             fill(x, nmax * (k + 1), (uint32_t)(type * 13 + variant + 100));
-            assert_int_equal(qmm_quantize_rows((qmm_type)type, wf, wq, m, k), QMM_OK);
+            assert_int_equal(make_weights((qmm_type)type, wf, wq, m, k), QMM_OK);
             assert_int_equal(qmm_matmul_ref((qmm_type)type, m, k, wq, rb, nmax, x, k + 1, ref, m),
                              QMM_OK);
             qmm_weights *w;
@@ -213,7 +219,7 @@ static void check_gemv_shapes(qmm_cpu_isa isa) {
         float *ref = malloc(sizeof(float) * nmax * m), *row1 = malloc(sizeof(float) * nmax * m);
         fill(wf, m * k, (uint32_t)(type * 31 + 3));
         fill(x, nmax * (k + 3), (uint32_t)(type * 17 + 9));
-        assert_int_equal(qmm_quantize_rows((qmm_type)type, wf, wq, m, k), QMM_OK);
+        assert_int_equal(make_weights((qmm_type)type, wf, wq, m, k), QMM_OK);
         assert_int_equal(qmm_matmul_ref((qmm_type)type, m, k, wq, rb, nmax, x, k + 3, ref, m),
                          QMM_OK);
         qmm_weights *w[2];

@@ -7,9 +7,6 @@
 
 #include "cpu/x86/x86_backend.h"
 
-static qmm_cpu_isa ctx_isa(const qmm_context *ctx) {
-    return ((const qmm_cpu_state *)ctx->backend)->isa;
-}
 
 /*
  * The AMX layouts (bf16 tiles for fused, int8 tiles for int8) are made on the first matmul
@@ -75,30 +72,9 @@ void qmm_cpu_x86_weights_release(qmm_weights *w) {
     cw->x86 = NULL;
 }
 
-bool qmm_cpu_x86_fused_amx_supports(const qmm_context *ctx, qmm_type type, const char **why) {
-    if (ctx_isa(ctx) < QMM_CPU_ISA_AMX) {
-        *why = "the context's ISA level is below amx";
-        return false;
-    }
-    if (type == QMM_TYPE_F32) {
-        *why = "f32 weights stay on the exact f32 paths";
-        return false;
-    }
-    return true;
-}
+bool qmm_cpu_x86_fused_amx_has_type(qmm_type type) { return type != QMM_TYPE_F32; }
 
-bool qmm_cpu_x86_fused_amx_f32_supports(const qmm_context *ctx, qmm_type type,
-                                        const char **why) {
-    if (ctx_isa(ctx) < QMM_CPU_ISA_AMX) {
-        *why = "the context's ISA level is below amx";
-        return false;
-    }
-    if (type != QMM_TYPE_F32) {
-        *why = "the three-part bf16 GEMM is only for f32 weights";
-        return false;
-    }
-    return true;
-}
+bool qmm_cpu_x86_fused_amx_f32_has_type(qmm_type type) { return type == QMM_TYPE_F32; }
 
 /* The largest n for which fused_amx_bf16 decodes the GGUF blocks on the fly
  * (qmm_x86_gemm_bf16_otf_amx) rather than streaming the packed bf16 copy; both give the
@@ -159,18 +135,6 @@ qmm_status qmm_cpu_x86_matmul_fused_amx(qmm_context *ctx, const qmm_weights *w, 
     return QMM_OK;
 }
 
-bool qmm_cpu_x86_int8_amx_supports(const qmm_context *ctx, qmm_type type, const char **why) {
-    if (ctx_isa(ctx) < QMM_CPU_ISA_AMX) {
-        *why = "the context's ISA level is below amx (int8 needs AMX-INT8)";
-        return false;
-    }
-    if (!qmm_x86_gemv_int8_avx512_has_type(type)) {
-        *why = "the int8 strategy handles only the quantized weight types (q4_0 .. q6_K)";
-        return false;
-    }
-    return true;
-}
-
 /* Decode sizes: VNNI gemv on the GGUF blocks (no int8 tiles), up to the measured n where it
  * beats AMX for the type. It rounds differently from the AMX kernel, so with
  * QMM_FLAG_BATCH_INVARIANT every n stays on AMX. Types without int8 tiles run the gemv for
@@ -204,18 +168,6 @@ qmm_status qmm_cpu_x86_matmul_int8_amx(qmm_context *ctx, const qmm_weights *w, i
     if (s != QMM_OK) return s;
     qmm_x86_gemm_int8_amx(&xw->int8, n, x, ldx, y, ldy, st->shared.ptr, st->n_threads);
     return QMM_OK;
-}
-
-bool qmm_cpu_x86_gemv_avx512_supports(const qmm_context *ctx, qmm_type type, const char **why) {
-    if (ctx_isa(ctx) < QMM_CPU_ISA_AVX512) {
-        *why = "the context's ISA level is below avx512";
-        return false;
-    }
-    if (!qmm_x86_gemv_avx512_has_type(type)) {
-        *why = "no AVX-512 gemv kernel for this type";
-        return false;
-    }
-    return true;
 }
 
 qmm_status qmm_cpu_x86_matmul_gemv_avx512(qmm_context *ctx, const qmm_weights *w, int64_t n,
