@@ -3,7 +3,7 @@
 
 Every file is built here byte by byte with Python's struct module, independently of qmm's
 GGUF writer, so a bug shared by our reader and writer cannot hide. Each file is named
-<CLASS>_<what>.gguf after the fault class of /work/shared/CASES.md it exercises
+<CLASS>_<what>.gguf after the fault class of docs/FAULTS.md it exercises
 (J: integer overflow and exhaustion, K: offsets/alignment/truncation, L: endianness; V: valid
 files that must open), and manifest.json records for each file:
 
