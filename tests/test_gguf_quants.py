@@ -73,9 +73,11 @@ def fail(msg):
 def skip(msg):
     """Something not checked: a SKIP line, or a failure with QMM_REQUIRE_ALL_TYPES=1."""
     skips.append(msg)
-    print(f"SKIP: {msg}", flush=True)
     if STRICT:
-        failures.append(f"(QMM_REQUIRE_ALL_TYPES=1) {msg}")
+        failures.append(msg)
+        print(f"MISSING (QMM_REQUIRE_ALL_TYPES=1): {msg}", flush=True)
+    else:
+        print(f"SKIP: {msg}", flush=True)
 
 
 # ---------------------------------------------------------------------------------------
