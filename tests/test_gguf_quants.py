@@ -33,7 +33,12 @@ except Exception as e:  # pragma: no cover
 F16_FIELDS = {
     "F16": [0], "Q4_0": [0], "Q4_1": [0, 2], "Q5_0": [0], "Q5_1": [0, 2], "Q8_0": [0],
     "Q2_K": [80, 82], "Q3_K": [108], "Q4_K": [0, 2], "Q5_K": [0, 2], "Q6_K": [208],
+    "IQ4_NL": [0], "IQ4_XS": [0], "TQ1_0": [52], "TQ2_0": [64],
 }
+# E8M0 scale bytes (mxfp4, byte 0) whose block values are all finite: 12 * 2^(e-128) < 2^128
+# for e <= 0xFC (ggml decodes 0xFD .. 0xFF to scales that overflow).
+E8M0_FIELDS = {"MXFP4": [0]}
+E8M0_MAX_FINITE = 0xFC
 EXTREME_F16 = [0x0001, 0x03FF, 0x7BFF, 0x8001, 0x83FF, 0xFBFF, 0x0000, 0x8000, 0x0400, 0xBC00]
 
 failures = []
@@ -189,6 +194,10 @@ def random_packed(rng, name, bs, bb, nblocks):
         h = q.view(np.uint16)
         h[(h & 0x7F80) == 0x7F80] &= np.uint16(0xBFFF)
         return q
+    for off in E8M0_FIELDS.get(name, []):
+        e = q[:, off]
+        e[e > E8M0_MAX_FINITE] &= np.uint8(0x7F)
+        e[:3] = (0x00, 0x01, E8M0_MAX_FINITE)
     for off in F16_FIELDS.get(name, []):
         h = np.ascontiguousarray(q[:, off:off + 2]).view(np.uint16).reshape(-1)
         h[(h & 0x7C00) == 0x7C00] &= np.uint16(0xBFFF)  # clear an exponent bit: finite
