@@ -12,10 +12,16 @@
 #ifndef QMM_FORMATS_TYPE_LIST_H
 #define QMM_FORMATS_TYPE_LIST_H
 
+#include "formats/codec_fp4.h"
 #include "formats/codec_iq4.h"
+#include "formats/codec_tq.h"
 
 #define QMM_UNIT_TYPES(X)                                                                  \
     X(IQ4_NL, iq4_nl)                                                                      \
-    X(IQ4_XS, iq4_xs)
+    X(IQ4_XS, iq4_xs)                                                                      \
+    X(TQ1_0, tq1_0)                                                                        \
+    X(TQ2_0, tq2_0)                                                                        \
+    X(MXFP4, mxfp4)                                                                        \
+    X(NVFP4, nvfp4)
 
 #endif /* QMM_FORMATS_TYPE_LIST_H */
