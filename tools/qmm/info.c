@@ -134,7 +134,7 @@ static void print_text(const char *path, const qmm_gguf *g) {
                qmm_gguf_value_type_name(v.type), buf);
     }
     printf("\ntensors (%" PRId64 "):\n", n_t);
-    size_t nw = 4, tw = 5; /* widest name, widest type name ("iq2_xxs") */
+    size_t nw = 4, tw = 5; /* widest tensor name, widest type name */
     for (int64_t i = 0; i < n_t; i++) {
         qmm_gguf_tensor t;
         qmm_gguf_get_tensor(g, i, &t);
