@@ -23,9 +23,13 @@ import os
 import re
 import sys
 
-import numpy as np
-from gguf import GGMLQuantizationType as T
-from gguf import quants as gq
+try:
+    import numpy as np
+    from gguf import GGMLQuantizationType as T
+    from gguf import quants as gq
+except Exception as e:  # pragma: no cover
+    print(f"SKIP: python packages numpy and gguf not importable: {e}")
+    sys.exit(77)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HEADER = os.path.join(ROOT, "src", "formats", "iq_grids.h")
