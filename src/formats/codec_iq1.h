@@ -60,7 +60,8 @@ static const qmm_type_layout qmm_layout_iq1_m = {
     .scales = {{offsetof(block_iq1_m, scales), QMM_SCALE_F16_IQ1M, 1}},
     .sub_block = 16, .has_min = false, .max_q = 1.125f * 15};
 
-/* Reference quantizers: none (ggml's need an importance matrix; docs/FORMATS.md). */
+/* Reference quantizers: none (ggml's iq1_s needs an importance matrix, its iq1_m searches the
+ * grid; docs/FORMATS.md). */
 #define QMM_QUANTIZER_iq1_s NULL
 #define QMM_QUANTIZER_iq1_m NULL
 
