@@ -107,7 +107,7 @@ typedef enum qmm_scale_kind {
     QMM_SCALE_F32,      /* IEEE binary32: likewise */
     QMM_SCALE_E8M0,     /* one byte, 2^(e-127) (OCP MX); 0xFF is NaN in the MX definition */
     QMM_SCALE_UE4M3,    /* one byte, unsigned E4M3; 0x7F and 0xFF are NaN in E4M3 */
-    QMM_SCALE_F16_IQ1M, /* iq1_m: an f16 spread over the top nibbles of four uint16 scales */
+    QMM_SCALE_F16_IQ1M, /* an f16 spread over the top nibbles of four uint16 scales */
 } qmm_scale_kind;
 
 /* `count` consecutive scale fields of one kind, starting at byte `offset` of a block. */
