@@ -3,8 +3,8 @@
  *
  *     backend x weight type x strategy x shapes (m, n, k tails) x fault classes A-I
  *
- * every output against the float64 reference (qmm_matmul_ref). docs/TRUST.md names the
- * classes (A f16 overflow of auxiliary fields, B zero/tiny/non-finite scales, C integer
+ * every output against the float64 reference (qmm_matmul_ref). docs/FAULTS.md states the
+ * classes, docs/TRUST.md what covers them (A f16 overflow of auxiliary fields, B zero/tiny/non-finite scales, C integer
  * saturation, D block layout and signs, E k tails and reads past the end, F m/n tails and grid
  * limits, G GEMV vs GEMM, H determinism, padding and stream order, I rounding ties; M the
  * CUDA timer). Class M of the benchmark is tests/test_cases_m.py; J-L (hostile GGUF) are
@@ -43,10 +43,10 @@
  *             (cx = 0 where every x is exact in int8 per 32-block by construction);
  *       FP8   r = 2^-4 + 2^-20, cx = 2^-10 max|x_t| / 448, cw = 2^-10 max|w_i| / 448.
  *   - The limits qmm_matmul_path reports (qmm_diff_ok with max_nmse, max_rel_err), as they
- *     are: always on f32-class paths, from STAT_MIN_OUTPUTS outputs on for the other classes
- *     on realistic data (random weights, uniform X: classes B zero blocks, D-H; not where a
- *     class's data make the statistical figure meaningless: one-sign or outlier activations,
- *     planted scales, extreme quants, ties).
+ *     are: on f32-class paths from STAT_MIN_F32 outputs on; on the other classes from
+ *     STAT_MIN_OUTPUTS outputs on and on realistic data (random weights, uniform X: classes
+ *     D-H), not where a class's data make the statistical figure meaningless (one-sign or
+ *     outlier activations, planted scales, extreme quants, ties).
  *
  * Environment: QMM_CASES_FILTER=<glob> runs the tests whose names match (cmocka's filter,
  * e.g. "test_D_*"); QMM_CONFORMANCE_BACKENDS=<prefix,...> (e.g. "cuda", "cpu:generic") and
@@ -79,10 +79,13 @@
 #define MAX_BE 8
 #define GUARD_FLOATS 64
 #define MAX_ERRORS_PRINTED 40
-/* The limits qmm_matmul_path reports for the HALF, INT8 and FP8 classes are statistical
- * (nmse over many outputs): from this many outputs on they are checked. Fewer scatter too
- * widely: fused_amx_bf16 (bf16, nmse ~4.5e-6 on uniform data) measured 1.1e-5 over 85 outputs
- * against its 1e-5. Every output is held to the elementwise bound regardless. */
+/* The limits qmm_matmul_path reports are statistical (nmse and max_rel_err over many
+ * outputs, no catastrophic cancellation): they are checked from this many outputs on, on the
+ * f32 class from STAT_MIN_F32 (one output that cancels, as cuBLAS sgemm's m = n = 1 at k =
+ * 256, measured max_rel 1.6e-5 against 1e-5), on the others from STAT_MIN_OUTPUTS
+ * (fused_amx_bf16, bf16 with nmse ~4.5e-6 on uniform data, measured 1.1e-5 over 85 outputs
+ * against its 1e-5). Every output is held to the elementwise bound regardless. */
+#define STAT_MIN_F32 64
 #define STAT_MIN_OUTPUTS 256
 
 _Static_assert(QMM_TYPE_COUNT <= 64, "type masks are 64-bit");
@@ -746,9 +749,9 @@ static int64_t check_values(const backend *be, const prob *p, int64_t n, const q
                     (long long)t, (long long)i, v, rf, err, b, p->s[t * m + i]);
         }
     }
-    /* The path's limits (statistical: on the f32 class always, on the others from
-     * STAT_MIN_OUTPUTS outputs on and on realistic data). */
-    const bool stat = f32 || (n * m >= STAT_MIN_OUTPUTS && ex->stat_low);
+    /* The path's limits (statistical: on the f32 class from STAT_MIN_F32 outputs on, on the
+     * others from STAT_MIN_OUTPUTS outputs on and on realistic data). */
+    const bool stat = f32 ? n * m >= STAT_MIN_F32 : n * m >= STAT_MIN_OUTPUTS && ex->stat_low;
     if (bad == 0 && !nonfinite_ref && !big && stat) {
         qmm_diff d;
         CHECK_OK(qmm_compare(n, m, y, p->ldy, p->ref, m, &d));
@@ -1039,6 +1042,8 @@ static void test_B_all_zero_blocks(void **state) {
         for (int64_t e = 0; e < k; e++) xrow(&p, 3)[e] *= 1e30f;
         prob_finish(&p, 0);
         expect ex = expect_default();
+        /* the 1e30 token outweighs the others in nmse: a sample of one token */
+        ex.stat_low = false;
         run_all(&p, &ex, "B (zero blocks)");
         prob_free(&p);
     }
