@@ -652,7 +652,7 @@ static prob prob_view_last(const prob *p) {
  * ------------------------------------------------------------------------------------- */
 
 typedef struct expect {
-    bool stat_low;     /* path limits also on HALF/INT8/FP8 paths (from 64 outputs on) */
+    bool stat_low;     /* path limits also on HALF/INT8/FP8 paths (from STAT_MIN_OUTPUTS on) */
     bool x_int8_exact; /* every x is exact in int8 per 32-block (amax = 127 c, c a power of two) */
     /* n x m exact values for a precision class (NaN = none there): HALF by the backend's
      * rounding (index 0 f16, 1 bf16) */
