@@ -129,6 +129,10 @@ qmm_status qmm_cpu_x86_matmul_fused_amx(qmm_context *ctx, const qmm_weights *w, 
     const qmm_x86_weights *xw;
     qmm_status s = ensure_bf16_tiles(ctx, w, &xw);
     if (s != QMM_OK) return s;
+    /* f32 weights holding Inf or NaN cannot be split into three bf16 parts (an Inf part times
+     * a zero part of X gives NaN where w * x is +-Inf): the portable f32 GEMM computes them,
+     * a property of W alone, so the choice never depends on X or n. */
+    if (xw->bf16.parts == 3 && xw->bf16.nonfinite) return qmm_cpu_matmul_fused(ctx, w, n, x, ldx, y, ldy);
     s = qmm_cpu_scratch_grow(&st->shared, qmm_x86_gemm_bf16_amx_scratch(&xw->bf16, n, st->n_threads));
     if (s != QMM_OK) return s;
     qmm_x86_gemm_bf16_amx(&xw->bf16, n, x, ldx, y, ldy, st->shared.ptr, st->n_threads);
