@@ -16,7 +16,7 @@
  *
  * Alignment: blocks of the legacy and K-quant types have even sizes, so their rows sit at
  * even byte offsets and 16-bit loads of d/dmin are aligned; everything else is read byte by
- * byte (unit codecs read every block byte by byte: mxfp4's blocks are 17 bytes).
+ * byte (unit codecs read every block byte by byte: a block may be 17 bytes long).
  */
 #ifndef QMM_CUDA_DEQUANT_CUH
 #define QMM_CUDA_DEQUANT_CUH

@@ -11,7 +11,7 @@
  *   then serves 8 steps, so its scales arrive once; one 32-element block for the legacy
  *   types; 32 elements for the float types; one block of a unit-codec type, 32, 64 or 256
  *   elements), copied from the 16-byte-aligned address at or below the row's chunk start,
- *   so every row (any row_bytes, any alignment: mxfp4's rows may start at odd bytes) is
+ *   so every row (any row_bytes, any alignment: rows of 17-byte blocks may start at odd bytes) is
  *   copied with 16-byte transfers; the offset (0..15) is kept and added when decoding. Block
  *   size and bytes come from the type's descriptor (qmm_cuda_type, dequant.cuh). X's 128 x 32 f32
  *   tile is copied the same way (cp.async zero-fills tokens >= n and elements >= k).
@@ -30,7 +30,7 @@
  *   rewritten; (2) after the decode, before the MMAs. Chunk c of W lives in raw slot
  *   c % WSLOTS: WSLOTS = 3 when a chunk is one step (the slot rewritten at step s was last read
  *   at step s-1), 2 for K-quants (a chunk is 8 steps; the chunk loaded at step s replaces the
- *   one that ended at least 6 steps earlier) and for nvfp4's 64-element blocks (2 steps: the
+ *   one that ended at least 6 steps earlier) and for 64-element blocks (2 steps: the
  *   replaced chunk ended at step s - 1).
  * Fallbacks kept exact: a 16-byte piece of W that is not entirely inside [w, w + m*row_bytes)
  * is copied byte by byte (only what is inside); X that is not 16-byte aligned (base or ldx)
