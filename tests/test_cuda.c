@@ -110,6 +110,7 @@ typedef struct problem {
     float *x;   /* host, n_max x ldx (padding NaN) */
     float *ref; /* host, n_max x m */
     float *ref16; /* host, n_max x m: the reference on W and X rounded to f16 (f16-input paths) */
+    float *abs16; /* host, n_max x m: the same on |W| and |X| (sum |x w|, for the per-output bound) */
 } problem;
 
 /* The reference for rows [0, n): qmm_matmul_ref on chunks of rows in parallel (rows are
@@ -156,6 +157,12 @@ static void problem_ref16(problem *p) {
         QMM_OK_(qmm_dequantize_rows(QMM_TYPE_F16, h, xr + t * p->ldx, 1, k));
     }
     QMM_OK_(reference(&w16, p->n_max, xr, p->ldx, p->ref16));
+    /* sum |x w| of the same operands: clear the sign bits */
+    uint16_t *wb = (uint16_t *)w16.buf.data;
+    for (int64_t e = 0; e < m * k; e++) wb[e] &= 0x7FFF;
+    for (int64_t t = 0; t < p->n_max; t++)
+        for (int64_t e = 0; e < k; e++) xr[t * p->ldx + e] = fabsf(xr[t * p->ldx + e]);
+    QMM_OK_(reference(&w16, p->n_max, xr, p->ldx, p->abs16));
     free(h);
     free(wf);
     free(xr);
@@ -182,7 +189,9 @@ static void problem_make(problem *p, qmm_type type, int64_t m, int64_t k, int64_
     for (int64_t i = 0; i < n_max; i++) tu_fill_uniform(r, p->x + i * p->ldx, (size_t)k, -1.0f, 1.0f);
     QMM_OK_(reference(&p->w, n_max, p->x, p->ldx, p->ref));
     p->ref16 = malloc((size_t)(n_max * m) * sizeof(float));
+    p->abs16 = malloc((size_t)(n_max * m) * sizeof(float));
     assert_non_null(p->ref16);
+    assert_non_null(p->abs16);
     problem_ref16(p);
 }
 
@@ -191,6 +200,7 @@ static void problem_free(problem *p) {
     free(p->x);
     free(p->ref);
     free(p->ref16);
+    free(p->abs16);
 }
 
 static qmm_context *cuda_context(unsigned flags, void *stream) {
@@ -230,6 +240,21 @@ static void dev_io_free(qmm_context *ctx, dev_io *io) {
     qmm_buffer_free(ctx, io->y);
 }
 
+/* Every output within the bound of an f32 accumulation of the f16-rounded operands, whatever
+ * its order: |y - ref16| <= (k + 2) u sum |x w| (u = 2^-24). The f32 limits are its
+ * realistic-data form and cannot hold for a few outputs that cancel (one q4_K output at
+ * m = n = 1, k = 768 gave max_rel 1.6e-5 on the H200): those are held to this bound. */
+static bool within_f32_bound(const problem *p, const float *h, int64_t n) {
+    for (int64_t j = 0; j < n; j++)
+        for (int64_t i = 0; i < p->m; i++) {
+            const double y = h[j * p->ldy + i], r = p->ref16[j * p->m + i];
+            if (!isfinite(y) || !isfinite(r) ||
+                fabs(y - r) > (double)(p->k + 2) * 0x1p-24 * (double)p->abs16[j * p->m + i])
+                return false;
+        }
+    return true;
+}
+
 /* Download Y and check it: padding still poison, values within the strategy's limits. */
 static void check_y(qmm_context *ctx, const problem *p, const dev_io *io, int64_t n, qmm_strategy s,
                     const char *what) {
@@ -261,7 +286,7 @@ static void check_y(qmm_context *ctx, const problem *p, const dev_io *io, int64_
                  (long long)d.n_nonfinite, (long long)d.worst_row, (long long)d.worst_col);
     if (!f32 && !fp8 && !i8) {
         QMM_OK_(qmm_compare(n, p->m, h, p->ldy, p->ref16, p->m, &d));
-        if (!qmm_diff_ok(&d, F32_NMSE, F32_REL))
+        if (!qmm_diff_ok(&d, F32_NMSE, F32_REL) && !within_f32_bound(p, h, n))
             fail_msg("%s vs f16-rounded reference: %s %s m=%lld k=%lld n=%lld: nmse %.3g max_rel %.3g "
                      "nonfinite %lld", what, qmm_type_name(p->w.type), qmm_strategy_name(s),
                      (long long)p->m, (long long)p->k, (long long)n, d.nmse, d.max_rel_err,
