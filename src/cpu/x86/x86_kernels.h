@@ -142,12 +142,13 @@ void qmm_x86_gemm_bf16_otf_amx(const qmm_x86_bf16_otf *w, int64_t n, const float
 void qmm_x86_otf_transpose16_for_test(uint32_t m[256]);
 
 /* ---------------------------------------------------------------------------------------
- * int8 tile-packed weights (q4_0, q4_1, q5_0, q5_1, q8_0, q4_K, q5_K: the types whose scales
- * and mins are per 32-element block): the operand of the AMX-INT8 GEMM.
+ * int8 tile-packed weights (q4_0, q4_1, q5_0, q5_1, q8_0, q4_K, q5_K, iq4_nl, iq4_xs, mxfp4:
+ * the types whose scales and mins are per 32-element block): the operand of the AMX-INT8 GEMM.
  *
  * W (m x k, k a multiple of 32) keeps its integer quants exactly as int8 (q4_0: q - 8 in
- * -8..7, q5_0: q - 16 in -16..15, q8_0: -128..127, q4_1/q4_K: 0..15, q5_1/q5_K: 0..31); m is
- * padded to m_pad (multiple of 16) with zero rows.
+ * -8..7, q5_0: q - 16 in -16..15, q8_0: -128..127, q4_1/q4_K: 0..15, q5_1/q5_K: 0..31;
+ * iq4_nl/iq4_xs/mxfp4: the codebook value, -127..113 or -12..12); m is padded to m_pad
+ * (multiple of 16) with zero rows.
  * Tile (g, c) holds W rows 16g..16g+15, elements 32c..32c+31 in the AMX B-operand form for
  * TDPBSSD with K = 32: tile row r (0..7), column j (0..15) holds the 4 bytes
  * W[16g+j][32c+4r .. 32c+4r+3], so a tile is 8 rows of 64 bytes, at
@@ -165,7 +166,8 @@ typedef struct qmm_x86_int8_tiles {
     int64_t m, k, m_pad;
 } qmm_x86_int8_tiles;
 
-/* True if qmm_x86_int8_tiles_pack handles `type` (q4_0, q4_1, q5_0, q5_1, q8_0, q4_K, q5_K). */
+/* True if qmm_x86_int8_tiles_pack handles `type` (q4_0, q4_1, q5_0, q5_1, q8_0, q4_K, q5_K and
+ * the codebook types below). */
 bool qmm_x86_int8_tiles_has_type(qmm_type type);
 
 /*
@@ -175,6 +177,12 @@ bool qmm_x86_int8_tiles_has_type(qmm_type type);
  */
 qmm_status qmm_x86_int8_tiles_pack(qmm_type type, int64_t m, int64_t k, const void *rows,
                                    size_t row_stride, int n_threads, qmm_x86_int8_tiles *out);
+
+/* The codebook types among them (pack_int8_codebook.c: iq4_nl, iq4_xs, mxfp4): q = the
+ * codebook value of each element's 4-bit index, d[k/32] = the block's float scale (no min). */
+bool qmm_x86_int8_codebook_tiles_has_type(qmm_type type);
+void qmm_x86_int8_codebook_unpack_row(qmm_type type, const unsigned char *row, int64_t k,
+                                      int8_t *q, float *d);
 
 /* Free the arrays of `t` (NULL-safe) and clear the struct. */
 void qmm_x86_int8_tiles_free(qmm_x86_int8_tiles *t);
@@ -242,6 +250,17 @@ size_t qmm_x86_gemv_int8_avx512_scratch(int64_t n, int64_t k);
 void qmm_x86_gemv_int8_avx512(qmm_type type, int64_t m, int64_t k, const unsigned char *w,
                               size_t row_stride, int64_t n, const float *x, int64_t ldx,
                               float *y, int64_t ldy, void *scratch, int n_threads);
+
+/* The same for the codebook types (gemv_int8_codebook_avx512.c: iq4_nl, iq4_xs, mxfp4, nvfp4:
+ * a 4-bit index into a 16-entry int8 codebook, a float scale per sub-block of 32, or 16 for
+ * nvfp4); qmm_x86_gemv_int8_avx512 forwards these types here, and its has_type, max_n and
+ * scratch include them. */
+bool qmm_x86_gemv_int8_codebook_has_type(qmm_type type);
+int64_t qmm_x86_gemv_int8_codebook_max_n(qmm_type type);
+size_t qmm_x86_gemv_int8_codebook_scratch(int64_t n, int64_t k);
+void qmm_x86_gemv_int8_codebook(qmm_type type, int64_t m, int64_t k, const unsigned char *w,
+                                size_t row_stride, int64_t n, const float *x, int64_t ldx,
+                                float *y, int64_t ldy, void *scratch, int n_threads);
 
 /* ---------------------------------------------------------------------------------------
  * AVX-512 GEMV on native blocks (gemv_avx512.c)
