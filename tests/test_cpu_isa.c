@@ -39,6 +39,16 @@ static void fill(float *v, int64_t count, uint32_t seed) {
     }
 }
 
+/* m rows of `type` from the floats wf through the reference quantizer, or random valid blocks
+ * (qmm_random_rows, seeded by `seed`) for a type without one. */
+static void make_rows(qmm_type type, const float *wf, unsigned char *wq, int64_t m, int64_t k,
+                      uint64_t seed) {
+    if (qmm_type_has_quantizer(type))
+        assert_int_equal(qmm_quantize_rows(type, wf, wq, m, k), QMM_OK);
+    else
+        assert_int_equal(qmm_random_rows(type, seed, 0.5, wq, m, k), QMM_OK);
+}
+
 /* Create a CPU context at ISA level `isa` (through QMM_CPU_ISA). */
 static qmm_status make_ctx(qmm_cpu_isa isa, unsigned flags, qmm_context **ctx) {
     setenv("QMM_CPU_ISA", qmm_cpu_isa_name(isa), 1);
@@ -91,7 +101,7 @@ static void check_level(qmm_cpu_isa isa) {
             float *ref = malloc(sizeof(float) * nmax * m);
             fill(wf, m * k, (uint32_t)(type * 7 + variant));
             fill(x, nmax * (k + 1), (uint32_t)(type * 13 + variant + 100));
-            assert_int_equal(qmm_quantize_rows((qmm_type)type, wf, wq, m, k), QMM_OK);
+            make_rows((qmm_type)type, wf, wq, m, k, (uint64_t)(type * 7 + variant));
             assert_int_equal(qmm_matmul_ref((qmm_type)type, m, k, wq, rb, nmax, x, k + 1, ref, m),
                              QMM_OK);
             qmm_weights *w;
@@ -204,7 +214,7 @@ static void check_gemv_shapes(qmm_cpu_isa isa) {
     for (int type = 0; type < QMM_TYPE_COUNT; type++) {
         if (!qmm_type_is_supported(type) || !qmm_type_is_weight((qmm_type)type)) continue;
         const int64_t bs = qmm_type_block_size((qmm_type)type);
-        const int64_t k = bs == 256 ? 8704 : bs == 32 ? 4128 : 4100;
+        const int64_t k = bs == 256 ? 8704 : bs == 64 ? 4160 : bs == 32 ? 4128 : 4100;
         size_t rb;
         assert_int_equal(qmm_row_bytes((qmm_type)type, k, &rb), QMM_OK);
         float *wf = malloc(sizeof(float) * m * k), *x = malloc(sizeof(float) * nmax * (k + 3));
@@ -213,7 +223,7 @@ static void check_gemv_shapes(qmm_cpu_isa isa) {
         float *ref = malloc(sizeof(float) * nmax * m), *row1 = malloc(sizeof(float) * nmax * m);
         fill(wf, m * k, (uint32_t)(type * 31 + 3));
         fill(x, nmax * (k + 3), (uint32_t)(type * 17 + 9));
-        assert_int_equal(qmm_quantize_rows((qmm_type)type, wf, wq, m, k), QMM_OK);
+        make_rows((qmm_type)type, wf, wq, m, k, (uint64_t)(type * 31 + 3));
         assert_int_equal(qmm_matmul_ref((qmm_type)type, m, k, wq, rb, nmax, x, k + 3, ref, m),
                          QMM_OK);
         qmm_weights *w[2];

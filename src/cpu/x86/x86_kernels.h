@@ -267,7 +267,7 @@ void qmm_x86_gemv_int8_codebook(qmm_type type, int64_t m, int64_t k, const unsig
  * ------------------------------------------------------------------------------------- */
 
 /* True if qmm_x86_gemv_avx512 has a row kernel for `type` (q4_0, q4_1, q5_0, q5_1, q8_0,
- * q2_K, q3_K, q4_K, q5_K, q6_K, f32, f16, bf16). */
+ * q2_K, q3_K, q4_K, q5_K, q6_K, iq4_nl, iq4_xs, mxfp4, nvfp4, f32, f16, bf16). */
 bool qmm_x86_gemv_avx512_has_type(qmm_type type);
 
 /*
