@@ -224,6 +224,17 @@ static int64_t auto_gemv_max_n(const qmm_context *ctx, qmm_type type) {
  * q5_K 0.436/0.479, 0.533/0.480; n=32 q4_1 0.445/0.481, 0.524/0.516, q5_0 0.408/0.505,
  * 0.469/0.494. So q5_0 through 32, q4_1 through 24, q5_1 and q5_K through 16. q2_K, q3_K,
  * q6_K (16-element sub-blocks, no int8 tiles): the VNNI gemv, through 8.
+ * Codebook types (iq4_nl, iq4_xs, mxfp4: AMX int8 tiles; nvfp4: the VNNI gemv at every n),
+ * 2026-12-01 14:17 UTC, load average 1.9-2.1 from other sessions, ONE thread (two-thread calls
+ * waited for the scheduler tick: 8.0 ms medians), strategies called alternately in one
+ * process, min / median of 21 calls (docs/KERNELS.md, "x86: the codebook types"), cross-checked
+ * with qmm bench --shape 4608x1024,1024x4608 --types iq4_nl,iq4_xs,mxfp4,nvfp4
+ * --strategy gemv,int8,fused --n 1,2,4,8,16,32,64,512 --iters 9 --threads 1 --csv:
+ * ms int8 / fused, 4608x1024 and 1024x4608: iq4_nl n=32 0.795/0.963, 0.831/0.937, n=48
+ * 1.297/1.802, 1.159/1.042; iq4_xs n=32 0.764/0.890, 0.885/1.006, n=48 1.098/1.052,
+ * 1.180/1.161; mxfp4 n=32 0.792/0.895, 0.864/0.949, n=48 1.048/1.108, 1.186/1.139; nvfp4 n=6
+ * 0.465/0.557, 0.446/0.522, n=8 0.563/0.557, 0.644/0.583. So iq4_nl, iq4_xs, mxfp4 through
+ * 32, nvfp4 through 6.
  */
 static int64_t auto_int8_max_n(const qmm_context *ctx, qmm_type type) {
     if (((const qmm_cpu_state *)ctx->backend)->isa < QMM_CPU_ISA_AMX) return 0;
@@ -232,6 +243,8 @@ static int64_t auto_int8_max_n(const qmm_context *ctx, qmm_type type) {
     case QMM_TYPE_Q4_K: case QMM_TYPE_Q4_1: return 24;
     case QMM_TYPE_Q5_1: case QMM_TYPE_Q5_K: return 16;
     case QMM_TYPE_Q2_K: case QMM_TYPE_Q3_K: case QMM_TYPE_Q6_K: return 8;
+    case QMM_TYPE_IQ4_NL: case QMM_TYPE_IQ4_XS: case QMM_TYPE_MXFP4: return 32; /* codebook */
+    case QMM_TYPE_NVFP4: return 6;
     default: return 0;
     }
 }

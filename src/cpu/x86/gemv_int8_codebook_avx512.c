@@ -448,10 +448,17 @@ void qmm_x86_gemv_int8_codebook(qmm_type type, int64_t m, int64_t k, const unsig
 }
 
 /* The largest n for which the int8 strategy runs this kernel rather than the AMX one. Types
- * without int8 tiles (nvfp4: 16-element sub-blocks) run it for every n. */
+ * without int8 tiles (nvfp4: 16-element sub-blocks) run it for every n. Measured 2026-12-01
+ * 14:17 UTC (load average ~2 from other sessions, one thread: two-thread calls waited for the
+ * scheduler tick), this kernel and AMX called alternately in one process, min of 21 calls, ms
+ * at 4608x1024 / 1024x4608: iq4_nl n=4 0.335/0.376, 0.382/0.516; n=6 0.414/0.396,
+ * 0.528/0.610; n=8 0.510/0.436, 0.730/0.710; iq4_xs n=4 0.297/0.290, 0.242/0.308; n=6
+ * 0.378/0.287, 0.331/0.312; mxfp4 n=6 0.435/0.491, 0.385/0.370; n=8 0.527/0.504, 0.543/0.467
+ * (AMX reads 1.125 bytes per weight against 0.53-0.56 here, so on weights that do not fit
+ * the caches this kernel keeps its lead longer, as measured for q4_0). So 6. */
 int64_t qmm_x86_gemv_int8_codebook_max_n(qmm_type type) {
     switch (kind_of(type)) {
-    case CB_IQ4_NL: case CB_IQ4_XS: case CB_MXFP4: return 8;
+    case CB_IQ4_NL: case CB_IQ4_XS: case CB_MXFP4: return 6;
     case CB_NVFP4: return INT64_MAX;
     default: return 0;
     }

@@ -165,7 +165,8 @@ bool qmm_cpu_x86_int8_amx_supports(const qmm_context *ctx, qmm_type type, const 
         return false;
     }
     if (!qmm_x86_gemv_int8_avx512_has_type(type)) {
-        *why = "the int8 strategy handles only the quantized weight types (q4_0 .. q6_K)";
+        *why = "no int8 kernel for this weight type (the int8 strategy handles the quantized "
+               "types: q4_0 .. q6_K and the 4-bit codebook types)";
         return false;
     }
     return true;
