@@ -225,16 +225,17 @@ static int64_t auto_gemv_max_n(const qmm_context *ctx, qmm_type type) {
  * 0.469/0.494. So q5_0 through 32, q4_1 through 24, q5_1 and q5_K through 16. q2_K, q3_K,
  * q6_K (16-element sub-blocks, no int8 tiles): the VNNI gemv, through 8.
  * Codebook types (iq4_nl, iq4_xs, mxfp4: AMX int8 tiles; nvfp4: the VNNI gemv at every n),
- * 2026-12-01 14:17 UTC, load average 1.9-2.1 from other sessions, ONE thread (two-thread calls
- * waited for the scheduler tick: 8.0 ms medians), strategies called alternately in one
- * process, min / median of 21 calls (docs/KERNELS.md, "x86: the codebook types"), cross-checked
- * with qmm bench --shape 4608x1024,1024x4608 --types iq4_nl,iq4_xs,mxfp4,nvfp4
- * --strategy gemv,int8,fused --n 1,2,4,8,16,32,64,512 --iters 9 --threads 1 --csv:
- * ms int8 / fused, 4608x1024 and 1024x4608: iq4_nl n=32 0.795/0.963, 0.831/0.937, n=48
- * 1.297/1.802, 1.159/1.042; iq4_xs n=32 0.764/0.890, 0.885/1.006, n=48 1.098/1.052,
- * 1.180/1.161; mxfp4 n=32 0.792/0.895, 0.864/0.949, n=48 1.048/1.108, 1.186/1.139; nvfp4 n=6
- * 0.465/0.557, 0.446/0.522, n=8 0.563/0.557, 0.644/0.583. So iq4_nl, iq4_xs, mxfp4 through
- * 32, nvfp4 through 6.
+ * 2026-12-01 14:28 UTC, load average 1.4-1.6 (other sessions), 2 threads, the strategies
+ * called alternately in one process, min / median of 21 calls (docs/KERNELS.md, "x86: the
+ * codebook types"); the same order in one-thread runs at 14:17 UTC and in
+ *   qmm bench --shape 4608x1024,1024x4608 --types iq4_nl,iq4_xs,mxfp4,nvfp4
+ *             --strategy gemv,int8,fused --n 1,2,4,8,16,32,64,512 --iters 9 --threads 1 --csv
+ * (two-thread bench runs then waited for the scheduler tick: 8.0 ms medians). ms int8 / fused
+ * at 4608x1024 and 1024x4608: iq4_nl n=32 0.463/0.501, 0.479/0.525, n=48 0.647/0.619,
+ * 0.636/0.623; iq4_xs n=32 0.461/0.481, 0.492/0.505, n=48 0.620/0.591, 0.727/0.612; mxfp4
+ * n=32 0.491/0.525, 0.592/0.607, n=48 0.759/0.778, 0.785/0.834, n=64 0.829/0.730; nvfp4 n=8
+ * 0.365/0.370 (medians 0.386/0.505), 0.440/0.425 (0.473/0.532), n=12 0.581/0.489,
+ * 0.608/0.426. So iq4_nl, iq4_xs, mxfp4 through 32, nvfp4 through 8.
  */
 static int64_t auto_int8_max_n(const qmm_context *ctx, qmm_type type) {
     if (((const qmm_cpu_state *)ctx->backend)->isa < QMM_CPU_ISA_AMX) return 0;
@@ -244,7 +245,7 @@ static int64_t auto_int8_max_n(const qmm_context *ctx, qmm_type type) {
     case QMM_TYPE_Q5_1: case QMM_TYPE_Q5_K: return 16;
     case QMM_TYPE_Q2_K: case QMM_TYPE_Q3_K: case QMM_TYPE_Q6_K: return 8;
     case QMM_TYPE_IQ4_NL: case QMM_TYPE_IQ4_XS: case QMM_TYPE_MXFP4: return 32; /* codebook */
-    case QMM_TYPE_NVFP4: return 6;
+    case QMM_TYPE_NVFP4: return 8;
     default: return 0;
     }
 }
