@@ -11,7 +11,7 @@
 #        cuda_tests: only the GPU tests of the suite. QMM_BENCH=0 skips `qmm bench` in bench. The build
 #        always runs. Phases share one 10-minute device call: pick what fits.
 #        CUDA_BENCH_ARGS: arguments for bench/cuda_bench (e.g. "--types q4_0 --ns 1,512");
-#        plant: tests/plant/cuda_plant.sh (planted defects must be caught by test_cuda_cases;
+#        plant: tests/plant/cuda_plant.sh (planted defects must be caught by test_conformance;
 #        PLANT_ONLY=REGEX plants only the defects whose names match). QMM_NO_BUILD=1 skips
 #        the build (for phases that build their own, like plant).
 set -uo pipefail
@@ -56,8 +56,8 @@ if want ctest; then
   grep -E "^\[ +(OK|FAILED|PASSED|SKIPPED) +\]|checked runs|error:|nmse" "$OUT/ctest.log" | head -40
 fi
 if want cuda_tests; then
-  echo "== ctest: the GPU tests only (test_cuda, test_cuda_cases, test_candidate_cli)"
-  (cd "$BUILD" && timeout 300 ctest --output-on-failure -R 'cuda|candidate' --timeout 280) > "$OUT/ctest_cuda.log" 2>&1
+  echo "== ctest: the GPU tests only (test_cuda, test_conformance, test_candidate_cli)"
+  (cd "$BUILD" && timeout 300 ctest --output-on-failure -R 'cuda|candidate|conformance' --timeout 280) > "$OUT/ctest_cuda.log" 2>&1
   echo "ctest (cuda) rc=$?"; grep -E "tests passed|Test +#|\*\*\*|ERROR" "$OUT/ctest_cuda.log" | head -20
 fi
 if want test_cuda; then

@@ -220,7 +220,7 @@ QMM_API const char *qmm_backend_name(qmm_backend backend);
 QMM_API bool qmm_backend_available(qmm_backend backend);
 
 /**
- * How a matmul is computed (../shared/DESIGN.md §4). AUTO takes the fastest path measured for
+ * How a matmul is computed (docs/CONTRACT.md, "Strategies"). AUTO takes the fastest path measured for
  * the type and n, whatever its precision class: on an AMX CPU, int8 for decode sizes (X
  * quantized per 32-block; class INT8) and AMX-BF16 fused above (class HALF); on CUDA, gemv at
  * n = 1 (class F32) and cached_f16 above (class HALF). qmm_matmul_path names the kernel and

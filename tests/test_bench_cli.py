@@ -6,6 +6,7 @@ Runs the tool named by the environment variable QMM_BIN (set by CTest). Every ru
 Exit code 77 (skipped) if QMM_BIN is not set.
 """
 import csv
+import ctypes
 import io
 import json
 import os
@@ -236,6 +237,71 @@ class Model(unittest.TestCase):
             p = bench("--model", path, "--types", "q6_K", "--n", "2", "--iters", "1")
             self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
             self.assertIn("no weight matrix of the requested types", p.stderr)
+
+    NEW_TYPES = ["IQ2_XXS", "IQ2_XS", "IQ3_XXS", "IQ1_S", "IQ4_NL", "IQ3_S", "IQ2_S",
+                 "IQ4_XS", "IQ1_M", "TQ1_0", "TQ2_0", "MXFP4", "NVFP4"]
+
+    def test_new_types_gguf(self):
+        """A gguf-py file of the issue-10 types qmm's table has (random valid blocks from
+        qmm_random_rows) next to a q8_0 tensor: one verified row per tensor and n. A type the
+        table lacks yet is reported on stderr (a failure with QMM_REQUIRE_ALL_TYPES=1)."""
+        try:
+            import numpy as np
+            import gguf
+        except ImportError:
+            self.skipTest("python packages gguf/numpy not installed")
+        lib_path = os.environ.get("QMM_LIB")
+        if not lib_path or not os.path.exists(lib_path):
+            self.skipTest("QMM_LIB not set")
+        lib = ctypes.CDLL(lib_path)
+        for fn in (lib.qmm_type_is_supported, lib.qmm_type_is_weight):
+            fn.argtypes, fn.restype = [ctypes.c_int], ctypes.c_bool
+        lib.qmm_random_rows.argtypes = [ctypes.c_int, ctypes.c_uint64, ctypes.c_double,
+                                        ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64]
+        Q = gguf.GGMLQuantizationType
+        have = [Q[n] for n in self.NEW_TYPES if lib.qmm_type_is_supported(Q[n].value)]
+        lack = [n.lower() for n in self.NEW_TYPES if Q[n] not in have]
+        if lack:
+            print(f"\nSKIP: not in qmm's table yet: {', '.join(lack)}", file=sys.stderr)
+            if os.environ.get("QMM_REQUIRE_ALL_TYPES", "") == "1":
+                self.fail(f"not in qmm's table (QMM_REQUIRE_ALL_TYPES=1): {', '.join(lack)}")
+        if not have:
+            self.skipTest("none of the new types is in qmm's table yet")
+        for qt in have:
+            self.assertTrue(lib.qmm_type_is_weight(qt.value), qt.name)
+        m, k = 256, 512  # enough outputs for the nmse limits to be statistics, not luck
+        rng = np.random.default_rng(3)
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "new_types.gguf")
+            w = gguf.GGUFWriter(path, "test")
+            q8 = Q.Q8_0
+            w.add_tensor("blk.0.q8_0.weight", gguf.quants.quantize(
+                rng.standard_normal((m, k)).astype(np.float32), q8), raw_dtype=q8)
+            for i, qt in enumerate(have):
+                bs, bb = gguf.GGML_QUANT_SIZES[qt]
+                data = np.zeros((m, k // bs * bb), np.uint8)
+                self.assertEqual(lib.qmm_random_rows(qt.value, 100 + i, 1.0, data.ctypes.data,
+                                                     m, k), 0, qt.name)
+                w.add_tensor(f"blk.0.{qt.name.lower()}.weight", data, raw_dtype=qt)
+            w.write_header_to_file()
+            w.write_kv_data_to_file()
+            w.write_tensors_to_file()
+            w.close()
+            out = os.path.join(d, "m.json")
+            p = bench("--model", path, "--n", "1,3", "--iters", "1", "--warmup", "0",
+                      "--json", out)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            with open(out) as f:
+                rows = [r for r in json.load(f)["rows"] if not r["total"]]
+        want = {("q8_0", "blk.0.q8_0.weight")} | {
+            (qt.name.lower(), f"blk.0.{qt.name.lower()}.weight") for qt in have}
+        for n in (1, 3):
+            got = {(r["type"], r["label"]) for r in rows if r["n"] == n}
+            self.assertEqual(got, want, f"n = {n}")
+        for r in rows:
+            self.assertEqual((r["m"], r["k"]), (m, k), r)
+            self.assertIs(r["verified"], True, r)
+            self.assertNotEqual(r["y_sum"], 0, r)
 
     def test_real_model(self):
         """gemma-3-270m Q4_K_M: every q4_K, q5_0 and q6_K matrix group, verified."""

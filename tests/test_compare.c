@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -90,6 +91,40 @@ static float *reference(const tu_weights *tw, const tu_matrix *x) {
 }
 
 /*
+ * The bound every F32-class path meets for any data, whatever its summation order: per output
+ * |y - y_exact| <= (k + 2) u sum_k |x w| (u = 2^-24: k products and k - 1 adds each rounded
+ * once, the store). The nmse / max_rel limits are the realistic-data form of it
+ * (docs/KERNELS.md) and cannot hold when the outputs are few and cancel (one output 2000
+ * times smaller than sum |x w| fails max_rel 1e-5 at k = 256 for any order): such a case is
+ * held to this bound instead, computed from sum |x w| in float64 (the reference on |W|, |X|).
+ */
+static bool within_f32_bound(const tu_weights *tw, const tu_matrix *x, const tu_matrix *y) {
+    const int64_t m = tw->m, k = tw->k, n = x->rows;
+    float *wa = malloc(sizeof(float) * (size_t)(m * k)), *xa = malloc(sizeof(float) * (size_t)(n * k));
+    assert_true(wa != NULL && xa != NULL);
+    for (int64_t i = 0; i < m; i++)
+        assert_int_equal(qmm_dequantize_rows(tw->type, tw->buf.data + (size_t)i * tw->row_stride,
+                                             wa + i * k, 1, k), QMM_OK);
+    for (int64_t j = 0; j < n; j++)
+        for (int64_t e = 0; e < k; e++) xa[j * k + e] = x->a[j * x->ld + e];
+    bool ok = true;
+    for (int64_t j = 0; j < n && ok; j++)
+        for (int64_t i = 0; i < m && ok; i++) {
+            double sum = 0, abs_sum = 0;
+            for (int64_t e = 0; e < k; e++) {
+                const double p = (double)xa[j * k + e] * (double)wa[i * k + e];
+                sum += p;
+                abs_sum += fabs(p);
+            }
+            const double err = fabs((double)y->a[j * y->ld + i] - sum);
+            ok = isfinite(y->a[j * y->ld + i]) && err <= (double)(k + 2) * 0x1p-24 * abs_sum + 1e-300;
+        }
+    free(wa);
+    free(xa);
+    return ok;
+}
+
+/*
  * Run one strategy into a freshly poisoned Y (ldy = m + 3) and check: status OK, Y padding
  * and guard untouched, X and W guards untouched, result within the limits of the reference.
  */
@@ -110,7 +145,7 @@ static void run_and_check(qmm_context *ctx, qmm_weights *w, const tu_weights *tw
         fail_msg("%s %s: an input buffer's guard changed", sn, tn);
     qmm_diff d;
     assert_int_equal(qmm_compare(n, m, y->a, y->ld, ref, m, &d), QMM_OK);
-    if (!qmm_diff_ok(&d, MAX_NMSE, MAX_REL))
+    if (!qmm_diff_ok(&d, MAX_NMSE, MAX_REL) && !within_f32_bound(tw, x, y))
         fail_msg("%s %s m=%lld k=%lld n=%lld ldx=%lld: nmse %.3g max_rel %.3g nonfinite %lld "
                  "(worst y[%lld][%lld])", sn, tn, (long long)m, (long long)tw->k, (long long)n,
                  (long long)x->ld, d.nmse, d.max_rel_err, (long long)d.n_nonfinite,

@@ -25,6 +25,12 @@
 #include "cpu/cpu_features.h"
 #include "qmm.h"
 
+/* Quantized rows of wf, or random valid blocks for a type without a reference quantizer. */
+static qmm_status make_weights(qmm_type type, const float *wf, void *wq, int64_t m, int64_t k) {
+    if (qmm_type_has_quantizer(type)) return qmm_quantize_rows(type, wf, wq, m, k);
+    return qmm_random_rows(type, (uint64_t)type * 977 + (uint64_t)k, 0.5, wq, m, k);
+}
+
 static const int64_t ns[] = {1, 2, 3, 15, 16, 17, 64, 65};
 #define N_NS (sizeof ns / sizeof ns[0])
 #define GUARD 3 /* extra floats per Y row that must stay untouched */
@@ -37,16 +43,6 @@ static void fill(float *v, int64_t count, uint32_t seed) {
         s = s * 1664525u + 1013904223u;
         v[i] = (float)((s >> 8) * (1.0 / 16777216.0)) * 2.0f - 1.0f;
     }
-}
-
-/* m rows of `type` from the floats wf through the reference quantizer, or random valid blocks
- * (qmm_random_rows, seeded by `seed`) for a type without one. */
-static void make_rows(qmm_type type, const float *wf, unsigned char *wq, int64_t m, int64_t k,
-                      uint64_t seed) {
-    if (qmm_type_has_quantizer(type))
-        assert_int_equal(qmm_quantize_rows(type, wf, wq, m, k), QMM_OK);
-    else
-        assert_int_equal(qmm_random_rows(type, seed, 0.5, wq, m, k), QMM_OK);
 }
 
 /* Create a CPU context at ISA level `isa` (through QMM_CPU_ISA). */
@@ -101,7 +97,7 @@ static void check_level(qmm_cpu_isa isa) {
             float *ref = malloc(sizeof(float) * nmax * m);
             fill(wf, m * k, (uint32_t)(type * 7 + variant));
             fill(x, nmax * (k + 1), (uint32_t)(type * 13 + variant + 100));
-            make_rows((qmm_type)type, wf, wq, m, k, (uint64_t)(type * 7 + variant));
+            assert_int_equal(make_weights((qmm_type)type, wf, wq, m, k), QMM_OK);
             assert_int_equal(qmm_matmul_ref((qmm_type)type, m, k, wq, rb, nmax, x, k + 1, ref, m),
                              QMM_OK);
             qmm_weights *w;
@@ -223,7 +219,7 @@ static void check_gemv_shapes(qmm_cpu_isa isa) {
         float *ref = malloc(sizeof(float) * nmax * m), *row1 = malloc(sizeof(float) * nmax * m);
         fill(wf, m * k, (uint32_t)(type * 31 + 3));
         fill(x, nmax * (k + 3), (uint32_t)(type * 17 + 9));
-        make_rows((qmm_type)type, wf, wq, m, k, (uint64_t)(type * 31 + 3));
+        assert_int_equal(make_weights((qmm_type)type, wf, wq, m, k), QMM_OK);
         assert_int_equal(qmm_matmul_ref((qmm_type)type, m, k, wq, rb, nmax, x, k + 3, ref, m),
                          QMM_OK);
         qmm_weights *w[2];

@@ -9,7 +9,9 @@
  *    alignment, data section placement), L (endianness, magic, version); each must fail
  *    with QMM_ERR_FORMAT and a message naming the field;
  *  - a valid file truncated at every byte offset fails cleanly, and so does every single
- *    byte flipped to 0xFF (no crash, no success with a wrong size).
+ *    byte flipped to 0xFF (no crash, no success with a wrong size);
+ *  - every type of the table (found at run time) is read and written at its byte size and
+ *    refused at a wrong one.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -516,6 +518,104 @@ static void test_crafted_valid(void **state) {
     assert_int_equal(qmm_gguf_alignment(g), 32);
     assert_int_equal(qmm_gguf_data_offset(g), 64);
     qmm_gguf_close(g);
+}
+
+/* Every type of qmm's table, found at run time (ids 0..63): a crafted tensor of the type
+ * [2 blocks, 3 rows] opens with nbytes = 6 * block bytes, and the next tensor's data right
+ * after it; refused (QMM_ERR_FORMAT, naming the fault) are a next tensor placed inside those
+ * bytes (what a reader with a smaller block size would accept), a file one byte short of
+ * them, and an ne[0] that is not a multiple of the block size. The writer takes exactly
+ * those bytes and refuses one byte less. An id outside the table is refused as a type. */
+static void test_every_table_type(void **state) {
+    (void)state;
+    int n_types = 0;
+    for (int id = 0; id < 64; id++) {
+        rb r = {.n = 0};
+        qmm_gguf *g = NULL;
+        qmm_gguf_tensor t;
+        if (!qmm_type_is_supported(id)) {
+            const uint64_t ne[1] = {256};
+            hdr(&r, 3, 1, 0);
+            tinfo(&r, "w", 1, ne, (uint32_t)id, 0);
+            finish(&r, 32, 2048);
+            assert_int_equal(qmm_gguf_open_memory(r.b, r.n, &g), QMM_ERR_FORMAT);
+            assert_non_null(strstr(qmm_last_error(), "type id"));
+            continue;
+        }
+        n_types++;
+        const int64_t bs = qmm_type_block_size((qmm_type)id);
+        const size_t bb = qmm_type_block_bytes((qmm_type)id);
+        const size_t nbytes = 6 * bb, pad = (nbytes + 31) / 32 * 32;
+        const uint64_t ne[2] = {(uint64_t)(2 * bs), 3};
+        hdr(&r, 3, 2, 0);
+        tinfo(&r, "w", 2, ne, (uint32_t)id, 0);
+        tinfo(&r, "x", 1, NE_F32_8, QMM_TYPE_F32, pad);
+        finish(&r, 32, pad + 32);
+        if (qmm_gguf_open_memory(r.b, r.n, &g) != QMM_OK)
+            fail_msg("%s: %s", qmm_type_name((qmm_type)id), qmm_last_error());
+        assert_int_equal(qmm_gguf_get_tensor(g, 0, &t), QMM_OK);
+        assert_int_equal(t.type, id);
+        assert_int_equal(t.nbytes, nbytes);
+        assert_int_equal(t.ne[0], 2 * bs);
+        assert_int_equal(qmm_gguf_get_tensor(g, 1, &t), QMM_OK);
+        assert_ptr_equal(t.data, r.b + qmm_gguf_data_offset(g) + pad);
+        qmm_gguf_close(g);
+
+        r.n = 0; /* the next tensor inside w's bytes */
+        hdr(&r, 3, 2, 0);
+        tinfo(&r, "w", 2, ne, (uint32_t)id, 0);
+        tinfo(&r, "x", 1, NE_F32_8, QMM_TYPE_F32, (nbytes - 1) / 32 * 32);
+        finish(&r, 32, pad + 32);
+        assert_int_equal(qmm_gguf_open_memory(r.b, r.n, &g), QMM_ERR_FORMAT);
+        assert_non_null(strstr(qmm_last_error(), "overlaps"));
+
+        r.n = 0; /* the file ends one byte before w's last byte */
+        hdr(&r, 3, 1, 0);
+        tinfo(&r, "w", 2, ne, (uint32_t)id, 0);
+        finish(&r, 32, nbytes - 1);
+        assert_int_equal(qmm_gguf_open_memory(r.b, r.n, &g), QMM_ERR_FORMAT);
+        assert_non_null(strstr(qmm_last_error(), "past the end"));
+        finish(&r, 1, 1); /* exactly w's bytes */
+        assert_int_equal(qmm_gguf_open_memory(r.b, r.n, &g), QMM_OK);
+        qmm_gguf_close(g);
+
+        if (bs > 1) { /* a row of one and a half blocks */
+            const uint64_t ne_bad[2] = {(uint64_t)(bs + bs / 2), 3};
+            r.n = 0;
+            hdr(&r, 3, 1, 0);
+            tinfo(&r, "w", 2, ne_bad, (uint32_t)id, 0);
+            finish(&r, 32, nbytes);
+            assert_int_equal(qmm_gguf_open_memory(r.b, r.n, &g), QMM_ERR_FORMAT);
+            assert_non_null(strstr(qmm_last_error(), "block size"));
+        }
+
+        /* the writer: exactly nbytes, read back the same */
+        qmm_gguf_writer *w = NULL;
+        const int64_t wne[2] = {2 * bs, 3};
+        uint8_t data[6 * 512];
+        assert_true(nbytes <= sizeof data);
+        for (size_t i = 0; i < nbytes; i++) data[i] = (uint8_t)(i * 29 + id);
+        assert_int_equal(qmm_gguf_writer_create(&w), QMM_OK);
+        assert_int_equal(qmm_gguf_writer_add_tensor(w, "w", (qmm_type)id, 2, wne, data, nbytes - 1),
+                         QMM_ERR_INVALID_ARGUMENT);
+        assert_int_equal(qmm_gguf_writer_add_tensor(w, "w", (qmm_type)id, 2, wne, data, nbytes),
+                         QMM_OK);
+        void *img = NULL;
+        size_t size = 0;
+        assert_int_equal(qmm_gguf_writer_write_memory(w, &img, &size), QMM_OK);
+        qmm_gguf_writer_free(w);
+        assert_int_equal(qmm_gguf_open_memory(img, size, &g), QMM_OK);
+        assert_int_equal(qmm_gguf_get_tensor(g, 0, &t), QMM_OK);
+        assert_int_equal(t.type, id);
+        assert_int_equal(t.nbytes, nbytes);
+        assert_memory_equal(t.data, data, nbytes);
+        qmm_gguf_close(g);
+        free(img);
+    }
+    /* the 16 types of the first table at least (f32 .. q8_K, iq4_nl, iq4_xs, bf16) */
+    assert_true(n_types >= 16);
+    print_message("every table type: %d types accepted at their size, wrong sizes refused\n",
+                  n_types);
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -1042,6 +1142,7 @@ int main(void) {
         cmocka_unit_test(test_round_trip_memory),
         cmocka_unit_test(test_round_trip_file),
         cmocka_unit_test(test_crafted_valid),
+        cmocka_unit_test(test_every_table_type),
         cmocka_unit_test(test_open_errors),
         cmocka_unit_test(test_writer_errors),
         cmocka_unit_test(test_hostile_J),

@@ -5,8 +5,11 @@
    every file through qmm_gguf_open (ctypes on QMM_LIB) and through `QMM_BIN info`. A reject
    file must fail with QMM_ERR_FORMAT (QMM_ERR_IO allowed for an empty file, which cannot be
    mapped) and a message naming the field (one of the manifest's words); an accept file must
-   open and every tensor's bytes must lie inside the file. `qmm info` must exit 1 / 0
-   accordingly, never by a signal.
+   open and every tensor's bytes must lie inside the file, with the byte size the manifest
+   records (and gguf-py's reader reports) where it records one. `qmm info` must exit 1 / 0
+   accordingly, never by a signal, and print the name of every type the file holds.
+   A file holding a type that qmm's table lacks yet (the manifest's "needs") is a SKIP
+   line; with QMM_REQUIRE_ALL_TYPES=1 a failure.
 2. Truncation of a valid file at every byte: each prefix must be rejected (the file ends
    with the last tensor's data), through qmm_gguf_open_memory.
 3. ~2000 seeded random mutations of a small model-like file and of the header of the real
@@ -23,6 +26,7 @@ import json
 import mmap
 import os
 import random
+import re
 import struct
 import subprocess
 import sys
@@ -34,6 +38,7 @@ import make_corpus  # noqa: E402
 
 QMM_OK, QMM_ERR_IO, QMM_ERR_FORMAT, QMM_ERR_OOM = 0, 4, 5, 3
 N_MUTATIONS = int(os.environ.get("QMM_CORPUS_MUTATIONS", "2000"))
+STRICT = os.environ.get("QMM_REQUIRE_ALL_TYPES", "") == "1"
 
 
 class Tensor(ctypes.Structure):
@@ -59,7 +64,30 @@ def load_lib():
     lib.qmm_gguf_data_offset.argtypes = [vp]
     lib.qmm_gguf_data_offset.restype = ctypes.c_uint64
     lib.qmm_gguf_get_tensor.argtypes = [vp, ctypes.c_int64, ctypes.POINTER(Tensor)]
+    lib.qmm_type_from_name.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_int)]
+    lib.qmm_type_is_supported.argtypes = [ctypes.c_int]
+    lib.qmm_type_is_supported.restype = ctypes.c_bool
     return lib
+
+
+def missing_types(lib, names):
+    """The type names qmm's table does not have (yet)."""
+    out = []
+    for n in names:
+        t = ctypes.c_int(-1)
+        if lib.qmm_type_from_name(n.encode(), ctypes.byref(t)) != QMM_OK or \
+                not lib.qmm_type_is_supported(t.value):
+            out.append(n)
+    return out
+
+
+def gguf_py_sizes(path):
+    """Tensor name -> bytes as gguf-py's reader sees the file, or None without gguf-py."""
+    try:
+        import gguf
+    except ImportError:
+        return None
+    return {t.name: int(t.n_bytes) for t in gguf.GGUFReader(path).tensors}
 
 
 class Checker:
@@ -120,9 +148,18 @@ def run_corpus(lib, chk, corpus_dir):
         print("note: QMM_BIN not set: the `qmm info` half is skipped")
         qmm_bin = None
     n_rej = n_acc = 0
+    skipped = []
     for ent in manifest:
         path = os.path.join(corpus_dir, ent["file"])
         what = f"{ent['file']} ({ent['why']})"
+        missing = missing_types(lib, ent.get("needs", []))
+        if missing:
+            skipped.append(ent["file"])
+            print(f"SKIP: {ent['file']}: qmm's table lacks {', '.join(missing)}")
+            if STRICT:
+                chk.fail(f"{what}: qmm's table lacks {', '.join(missing)} "
+                         "(QMM_REQUIRE_ALL_TYPES=1)")
+            continue
         g = ctypes.c_void_p()
         st = lib.qmm_gguf_open(path.encode(), ctypes.byref(g))
         msg = (lib.qmm_last_error() or b"").decode(errors="replace")
@@ -134,13 +171,21 @@ def run_corpus(lib, chk, corpus_dir):
                 data = open(path, "rb").read()
                 # pointers are into the file's mapping: check bounds against the mapping
                 t = Tensor()
+                got = {}
                 for i in range(lib.qmm_gguf_n_tensors(g)):
                     lib.qmm_gguf_get_tensor(g, i, ctypes.byref(t))
+                    got[t.name.decode()] = t.nbytes
                     off = lib.qmm_gguf_data_offset(g) + t.offset
                     if off + t.nbytes > len(data) or ctypes.string_at(t.data, t.nbytes) != \
                             data[off:off + t.nbytes]:
                         chk.fail(f"{what}: tensor {t.name!r} bytes differ from the file's")
                 lib.qmm_gguf_close(g)
+                if "sizes" in ent:  # the byte size of each tensor, also as gguf-py reads it
+                    theirs = gguf_py_sizes(path)
+                    for name, want in ent["sizes"].items():
+                        if got.get(name) != want or (theirs is not None and theirs[name] != want):
+                            chk.fail(f"{what}: tensor {name!r}: qmm reads {got.get(name)} bytes, "
+                                     f"gguf-py {theirs and theirs[name]}, the file has {want}")
         else:
             n_rej += 1
             ok_status = (QMM_ERR_FORMAT,) if ent["size"] > 0 else (QMM_ERR_FORMAT, QMM_ERR_IO)
@@ -161,7 +206,13 @@ def run_corpus(lib, chk, corpus_dir):
                          f"{p.stderr.decode(errors='replace')[:200]}")
             elif p.returncode != 0 and p.returncode != 1:
                 chk.fail(f"{what}: `qmm info` exit {p.returncode}, expected 1")
-    print(f"corpus: {n_rej} reject files, {n_acc} accept files checked")
+            elif p.returncode == 0:
+                out = p.stdout.decode(errors="replace")
+                for tname in ent.get("needs", []):
+                    if re.search(rf"\b{re.escape(tname)}\b", out) is None:
+                        chk.fail(f"{what}: `qmm info` does not print the type name {tname}")
+    print(f"corpus: {n_rej} reject files, {n_acc} accept files checked"
+          f"{f'; {len(skipped)} skipped (types not in the table yet)' if skipped else ''}")
 
 
 def mutate(rng, data, lo, hi):

@@ -3,9 +3,12 @@
 implementation independent of ours: text and --json output agree with gguf-py's reader
 (alignment 64, every scalar kind, arrays, q8_0/q4_K/f32 tensors); a big-endian file written
 by gguf-py and a truncated file are refused with exit status 1 and the reader's sentence;
-usage errors exit 2.
+usage errors exit 2. Every type of issue 10 that qmm's table has (ctypes on QMM_LIB) is listed
+with gguf-py's name, shape and byte size; one it lacks yet is a SKIP line (a failure with
+QMM_REQUIRE_ALL_TYPES=1) and a file holding it is refused naming the type id.
 """
 
+import ctypes
 import json
 import os
 import subprocess
@@ -56,6 +59,79 @@ def write_fixture(path, endian=gguf.GGUFEndian.LITTLE):
     w.write_tensors_to_file()
     w.close()
     return tensors
+
+
+# The types of issue 10, as gguf-py names them.
+NEW_TYPES = ["IQ2_XXS", "IQ2_XS", "IQ3_XXS", "IQ1_S", "IQ4_NL", "IQ3_S", "IQ2_S", "IQ4_XS",
+             "IQ1_M", "TQ1_0", "TQ2_0", "MXFP4", "NVFP4"]
+
+
+def qmm_supports():
+    """A function: gguf type -> whether qmm's table has it (ctypes on QMM_LIB), or None."""
+    path = os.environ.get("QMM_LIB")
+    if not path or not os.path.exists(path):
+        return None
+    lib = ctypes.CDLL(path)
+    lib.qmm_type_is_supported.argtypes = [ctypes.c_int]
+    lib.qmm_type_is_supported.restype = ctypes.c_bool
+    return lambda qt: bool(lib.qmm_type_is_supported(int(qt)))
+
+
+def write_types(path, qtypes):
+    """A file of one [2 blocks, 3] tensor per type (random bytes: info only reads layouts)."""
+    rng = np.random.default_rng(11)
+    w = gguf.GGUFWriter(path, "testarch")
+    for qt in qtypes:
+        _, bb = gguf.GGML_QUANT_SIZES[qt]
+        w.add_tensor(f"blk.0.{qt.name.lower()}.weight",
+                     rng.integers(0, 256, (3, 2 * bb), dtype=np.uint8), raw_dtype=qt)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def check_new_types(tmp, expect):
+    """`qmm info` on a gguf-py file of every new type qmm's table has: names, shapes and byte
+    sizes as gguf-py reads them; a type the table lacks yet is a SKIP line (a failure with
+    QMM_REQUIRE_ALL_TYPES=1), and a file holding one is refused naming the type id."""
+    supported = qmm_supports()
+    if supported is None:
+        print("note: QMM_LIB not set: the new-type part is skipped")
+        return
+    have = [Q[n] for n in NEW_TYPES if supported(Q[n])]
+    lack = [Q[n] for n in NEW_TYPES if not supported(Q[n])]
+    for qt in lack:
+        print(f"SKIP: {qt.name.lower()}: not in qmm's table yet")
+        if os.environ.get("QMM_REQUIRE_ALL_TYPES", "") == "1":
+            expect(False, f"{qt.name.lower()}: not in qmm's table (QMM_REQUIRE_ALL_TYPES=1)")
+    if have:
+        path = os.path.join(tmp, "new_types.gguf")
+        write_types(path, have)
+        reader = gguf.GGUFReader(path)
+        r = qmm("--json", path)
+        expect(r.returncode == 0, f"new types: --json exit {r.returncode}: {r.stderr}")
+        got = json.loads(r.stdout)["tensors"] if r.returncode == 0 else []
+        expect(len(got) == len(reader.tensors), "new types: tensor count")
+        for t, rt in zip(got, reader.tensors):
+            expect(t["type"] == rt.tensor_type.name.lower(),
+                   f"{rt.name}: type {t['type']} != {rt.tensor_type.name}")
+            expect(t["shape"] == [int(x) for x in rt.shape], f"{rt.name}: shape {t['shape']}")
+            expect(t["bytes"] == int(rt.n_bytes), f"{rt.name}: bytes {t['bytes']} != "
+                   f"{int(rt.n_bytes)}")
+        r = qmm(path)
+        for qt in have:
+            bs = gguf.GGML_QUANT_SIZES[qt][0]
+            line = [ln for ln in r.stdout.splitlines() if f"blk.0.{qt.name.lower()}.weight" in ln]
+            expect(len(line) == 1 and f" {qt.name.lower()} " in line[0] and
+                   f"[{2 * bs}, 3]" in line[0], f"text output for {qt.name}: {line}")
+        print(f"new types: {', '.join(q.name.lower() for q in have)} listed as gguf-py reads them")
+    if lack:
+        path = os.path.join(tmp, "lacking.gguf")
+        write_types(path, lack[:1])
+        r = qmm(path)
+        expect(r.returncode == 1 and f"type id {int(lack[0])} is not known" in r.stderr,
+               f"a {lack[0].name} file: exit {r.returncode}, stderr {r.stderr!r}")
 
 
 def main():
@@ -137,6 +213,8 @@ def main():
         expect(r.returncode == 2 and "--bogus" in r.stderr, f"unknown option: {r.stderr!r}")
         r = qmm(good, good)
         expect(r.returncode == 2, "two files")
+
+        check_new_types(tmp, expect)
 
     if failures:
         sys.exit(f"{len(failures)} failures")

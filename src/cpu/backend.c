@@ -17,30 +17,49 @@
  * ------------------------------------------------------------------------------------- */
 
 static const qmm_cpu_impl cpu_impls[] = {
-    {QMM_STRATEGY_REF, "ref", NULL, qmm_cpu_matmul_ref, QMM_PRECISION_F32, NULL},
-    {QMM_STRATEGY_GEMV, "gemv_avx512", qmm_cpu_x86_gemv_avx512_supports,
+    /* strategy, name, min ISA, types (NULL = all), extra conditions, run, precision, kernel_for */
+    {QMM_STRATEGY_REF, "ref", QMM_CPU_ISA_GENERIC, NULL, NULL, qmm_cpu_matmul_ref,
+     QMM_PRECISION_F32, NULL},
+    {QMM_STRATEGY_GEMV, "gemv_avx512", QMM_CPU_ISA_AVX512, qmm_x86_gemv_avx512_has_type, NULL,
      qmm_cpu_x86_matmul_gemv_avx512, QMM_PRECISION_F32, NULL},
-    {QMM_STRATEGY_GEMV, "gemv_portable", NULL, qmm_cpu_matmul_gemv, QMM_PRECISION_F32, NULL},
-    {QMM_STRATEGY_FUSED, "fused_amx_bf16x3", qmm_cpu_x86_fused_amx_f32_supports,
-     qmm_cpu_x86_matmul_fused_amx, QMM_PRECISION_F32, NULL},
-    {QMM_STRATEGY_FUSED, "fused_amx_bf16", qmm_cpu_x86_fused_amx_supports,
+    {QMM_STRATEGY_GEMV, "gemv_portable", QMM_CPU_ISA_GENERIC, NULL, NULL, qmm_cpu_matmul_gemv,
+     QMM_PRECISION_F32, NULL},
+    {QMM_STRATEGY_FUSED, "fused_amx_bf16x3", QMM_CPU_ISA_AMX, qmm_cpu_x86_fused_amx_f32_has_type,
+     NULL, qmm_cpu_x86_matmul_fused_amx, QMM_PRECISION_F32, NULL},
+    {QMM_STRATEGY_FUSED, "fused_amx_bf16", QMM_CPU_ISA_AMX, qmm_cpu_x86_fused_amx_has_type, NULL,
      qmm_cpu_x86_matmul_fused_amx, QMM_PRECISION_HALF, NULL},
-    {QMM_STRATEGY_FUSED, "fused_portable", NULL, qmm_cpu_matmul_fused, QMM_PRECISION_F32, NULL},
-    {QMM_STRATEGY_INT8, "int8_amx", qmm_cpu_x86_int8_amx_supports, qmm_cpu_x86_matmul_int8_amx,
-     QMM_PRECISION_INT8, qmm_cpu_x86_int8_kernel},
-    {QMM_STRATEGY_DEQUANT_SGEMM, "dequant_sgemm_openblas", qmm_cpu_dequant_sgemm_supports,
-     qmm_cpu_matmul_dequant_sgemm, QMM_PRECISION_F32, NULL},
+    {QMM_STRATEGY_FUSED, "fused_portable", QMM_CPU_ISA_GENERIC, NULL, NULL, qmm_cpu_matmul_fused,
+     QMM_PRECISION_F32, NULL},
+    {QMM_STRATEGY_INT8, "int8_amx", QMM_CPU_ISA_AMX, qmm_x86_gemv_int8_avx512_has_type, NULL,
+     qmm_cpu_x86_matmul_int8_amx, QMM_PRECISION_INT8, qmm_cpu_x86_int8_kernel},
+    {QMM_STRATEGY_DEQUANT_SGEMM, "dequant_sgemm_openblas", QMM_CPU_ISA_GENERIC, NULL,
+     qmm_cpu_dequant_sgemm_supports, qmm_cpu_matmul_dequant_sgemm, QMM_PRECISION_F32, NULL},
 };
 #define N_CPU_IMPLS (sizeof cpu_impls / sizeof cpu_impls[0])
+
+static qmm_cpu_isa ctx_isa(const qmm_context *ctx) {
+    return ((const qmm_cpu_state *)ctx->backend)->isa;
+}
 
 /* First implementation of `s` that can run; *why gets the last refusal's reason. */
 static const qmm_cpu_impl *find_impl(const qmm_context *ctx, qmm_type type, qmm_strategy s,
                                      const char **why) {
     *why = "no CPU kernel implements it";
     for (size_t i = 0; i < N_CPU_IMPLS; i++) {
-        if (cpu_impls[i].strategy != s) continue;
-        if (cpu_impls[i].supports == NULL || cpu_impls[i].supports(ctx, type, why))
-            return &cpu_impls[i];
+        const qmm_cpu_impl *im = &cpu_impls[i];
+        if (im->strategy != s) continue;
+        if (ctx_isa(ctx) < im->min_isa) {
+            *why = im->min_isa == QMM_CPU_ISA_AMX && s == QMM_STRATEGY_INT8
+                       ? "the context's ISA level is below amx (int8 needs AMX-INT8)"
+                       : "the context's ISA level is below what its kernels need";
+            continue;
+        }
+        if (im->has_type != NULL && !im->has_type(type)) {
+            *why = s == QMM_STRATEGY_INT8 ? "the int8 strategy has no kernel for this weight type"
+                                          : "its kernel does not handle this weight type";
+            continue;
+        }
+        if (im->supports == NULL || im->supports(ctx, type, why)) return im;
     }
     return NULL;
 }
@@ -167,91 +186,6 @@ static void cpu_weights_release(qmm_weights *w) {
  * Dispatch
  * ------------------------------------------------------------------------------------- */
 
-/*
- * auto at the amx level: the largest n for which gemv beat fused, per weight type, measured
- * on 2026-11-29 on this project's 2-core Sapphire-Rapids-class VM (quiet, 2 threads) with
- *   qmm bench --shape 4608x1024 --n 1,2,3,4,6,8 --strategy gemv,fused --iters 9 --csv
- * and checked on 1024x4608 for q4_0, q4_K, q6_K (--n 1,2,4,8,16,32,64); docs/PERF.md has the
- * numbers. f32, f16, bf16 re-measured on 2026-11-29 18:18 UTC (load average 1.6-1.9, best of 3
- * runs) with gemv_avx512's row kernels for them:
- *   qmm bench --shape 4608x1024 --types f32,f16,bf16 --n 1,2,3,4,6,8 --strategy gemv,fused
- *             --iters 9 --csv
- * f32: gemv_avx512 beats fused_amx_bf16x3 up to n = 8 (0.70 vs 1.59 ms at n = 1, 1.18 vs
- * 1.58 at n = 8). f16/bf16: fused_amx_bf16 (W and X in bf16) still wins from n = 1 (f16
- * 0.41 vs 0.44 ms at n = 1, 0.41 vs 1.04 at n = 8), so they stay 0.
- */
-static int64_t auto_gemv_max_n(const qmm_context *ctx, qmm_type type) {
-    if (((const qmm_cpu_state *)ctx->backend)->isa < QMM_CPU_ISA_AMX) return QMM_CPU_AUTO_GEMV_MAX_N;
-    switch (type) {
-    case QMM_TYPE_F32: return 8;
-    case QMM_TYPE_F16: case QMM_TYPE_BF16: return 0;
-    case QMM_TYPE_Q4_0: case QMM_TYPE_Q4_1: case QMM_TYPE_Q5_0: case QMM_TYPE_Q2_K:
-    case QMM_TYPE_Q4_K: return 4;
-    case QMM_TYPE_Q5_K: return 3;
-    case QMM_TYPE_Q5_1: case QMM_TYPE_Q3_K: return 2;
-    case QMM_TYPE_Q8_0: case QMM_TYPE_Q6_K: return 1;
-    default: return QMM_CPU_AUTO_GEMV_MAX_N;
-    }
-}
-
-/*
- * auto at the amx level, decode sizes: the int8 strategy (X quantized per 32-block, exact
- * integer dots on VNNI / AMX; precision class INT8, docs/KERNELS.md) for n in
- * [auto_int8_min_n, auto_int8_max_n], where it beat both gemv and fused on 2026-11-29 19:42 UTC
- * on this project's 2-core VM (quiet: load < 1.1, 2 threads), every row verified:
- *   qmm bench --shape 4608x1024,1024x4608 --n 1,2,4,8,16 --strategy gemv,int8,fused --iters 9
- *             --types q4_0,q4_1,q5_0,q5_1,q8_0,q2_K,q3_K,q4_K,q5_K,q6_K --csv
- * ms at 4608x1024 (gemv / int8 / fused): q4_0 n=1 0.183/0.162/0.392, n=8 0.565/0.275/0.419,
- * n=16 1.138/0.280/0.404; q4_K n=16 1.059/0.324/0.385; q6_K n=8 0.901/0.333/0.398, n=16
- * 1.872/0.616/0.400; q8_0 n=1 0.300/0.264 but 0.225/0.271 at 1024x4608 and 2.87/3.77 at
- * 14336x4096 (gemv stays at n = 1), n=2 0.381/0.275. q4_0, q8_0 and q4_K have AMX int8
- * tiles (int8 wins through n = 16); the other types then ran the VNNI gemv in 8-row chunks,
- * which loses to fused from n = 16. docs/PERF.md has every row.
- * Above n = 16 for the AMX types, two quiet sweeps on 2026-11-29 (22:11 and 22:13 UTC, load
- * < 1.2, 2 threads, every row verified):
- *   qmm bench --shape 4608x1024,1024x4608,3072x1024,1024x1024,512x1024 --types q4_0,q8_0,q4_K
- *             --strategy int8,fused --n 16,17,20,24,32,33,40,48 --iters 9 --csv
- * ms int8 / fused at 4608x1024: q4_0 n=24 0.399/0.505, n=32 0.419/0.500, n=40 0.497/0.595 but
- * 1024x1024 n=33 0.152/0.145 and 1024x4608 n=48 0.718/0.610; q8_0 n=32 0.427/0.484 (every shape
- * int8 or a tie at n = 32); q4_K n=24 0.423/0.525, but n=32 at 1024x1024 0.133/0.129 and, in
- * the first sweep, 1024x4608 0.585/0.535. So q4_0 and q8_0 through n = 32, q4_K through 24.
- * q4_1, q5_0, q5_1, q5_K (AMX int8 tiles since the third session), 2026-11-29 22:47 UTC, quiet:
- *   qmm bench --shape 4608x1024,1024x4608 --types q4_1,q5_0,q5_1,q5_K --strategy int8
- *             --batch-invariant --n 8,12,16,24,32 --iters 7 --csv   (AMX at every n) and
- *   the same with --strategy fused --n 8,12,16,24,32,48 (no flag)
- * ms AMX / fused at 4608x1024 and 1024x4608: n=16 0.30-0.37 / 0.39-0.43 for all four; n=24
- * q4_1 0.428/0.494, 0.505/0.524, q5_0 0.403/0.487, 0.479/0.503, q5_1 0.451/0.471, 0.537/0.502,
- * q5_K 0.436/0.479, 0.533/0.480; n=32 q4_1 0.445/0.481, 0.524/0.516, q5_0 0.408/0.505,
- * 0.469/0.494. So q5_0 through 32, q4_1 through 24, q5_1 and q5_K through 16. q2_K, q3_K,
- * q6_K (16-element sub-blocks, no int8 tiles): the VNNI gemv, through 8.
- * Codebook types (iq4_nl, iq4_xs, mxfp4: AMX int8 tiles; nvfp4: the VNNI gemv at every n),
- * 2026-12-01 14:28 UTC, load average 1.4-1.6 (other sessions), 2 threads, the strategies
- * called alternately in one process, min / median of 21 calls (docs/KERNELS.md, "x86: the
- * codebook types"); the same order in one-thread runs at 14:17 UTC and in
- *   qmm bench --shape 4608x1024,1024x4608 --types iq4_nl,iq4_xs,mxfp4,nvfp4
- *             --strategy gemv,int8,fused --n 1,2,4,8,16,32,64,512 --iters 9 --threads 1 --csv
- * (two-thread bench runs then waited for the scheduler tick: 8.0 ms medians). ms int8 / fused
- * at 4608x1024 and 1024x4608: iq4_nl n=32 0.463/0.501, 0.479/0.525, n=48 0.647/0.619,
- * 0.636/0.623; iq4_xs n=32 0.461/0.481, 0.492/0.505, n=48 0.620/0.591, 0.727/0.612; mxfp4
- * n=32 0.491/0.525, 0.592/0.607, n=48 0.759/0.778, 0.785/0.834, n=64 0.829/0.730; nvfp4 n=8
- * 0.365/0.370 (medians 0.386/0.505), 0.440/0.425 (0.473/0.532), n=12 0.581/0.489,
- * 0.608/0.426. So iq4_nl, iq4_xs, mxfp4 through 32, nvfp4 through 8.
- */
-static int64_t auto_int8_max_n(const qmm_context *ctx, qmm_type type) {
-    if (((const qmm_cpu_state *)ctx->backend)->isa < QMM_CPU_ISA_AMX) return 0;
-    switch (type) {
-    case QMM_TYPE_Q4_0: case QMM_TYPE_Q8_0: case QMM_TYPE_Q5_0: return 32;
-    case QMM_TYPE_Q4_K: case QMM_TYPE_Q4_1: return 24;
-    case QMM_TYPE_Q5_1: case QMM_TYPE_Q5_K: return 16;
-    case QMM_TYPE_Q2_K: case QMM_TYPE_Q3_K: case QMM_TYPE_Q6_K: return 8;
-    case QMM_TYPE_IQ4_NL: case QMM_TYPE_IQ4_XS: case QMM_TYPE_MXFP4: return 32; /* codebook */
-    case QMM_TYPE_NVFP4: return 8;
-    default: return 0;
-    }
-}
-
-static int64_t auto_int8_min_n(qmm_type type) { return type == QMM_TYPE_Q8_0 ? 2 : 1; }
-
 static qmm_status cpu_resolve(const qmm_context *ctx, const qmm_weights *w, int64_t n,
                               qmm_strategy requested, qmm_strategy *out) {
     qmm_strategy s = requested;
@@ -259,12 +193,12 @@ static qmm_status cpu_resolve(const qmm_context *ctx, const qmm_weights *w, int6
     const bool one_path = (ctx->params.flags & QMM_FLAG_BATCH_INVARIANT) != 0;
     if (s == QMM_STRATEGY_AUTO) {
         const char *why_not;
-        if (!one_path && n >= auto_int8_min_n(w->type) && n <= auto_int8_max_n(ctx, w->type) &&
+        const qmm_cpu_auto_row a = qmm_cpu_auto_lookup(ctx_isa(ctx), w->type);
+        if (!one_path && n >= a.int8_min_n && n <= a.int8_max_n &&
             find_impl(ctx, w->type, QMM_STRATEGY_INT8, &why_not) != NULL)
             s = QMM_STRATEGY_INT8;
         else
-            s = n <= auto_gemv_max_n(ctx, w->type) && !one_path ? QMM_STRATEGY_GEMV
-                                                                 : QMM_STRATEGY_FUSED;
+            s = n <= a.gemv_max_n && !one_path ? QMM_STRATEGY_GEMV : QMM_STRATEGY_FUSED;
     }
     const char *why;
     if (find_impl(ctx, w->type, s, &why) == NULL)

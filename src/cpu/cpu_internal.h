@@ -43,11 +43,19 @@
 #define QMM_CPU_ALIGN 64
 
 /*
- * auto below the amx level: n <= this runs gemv, larger n runs fused. Not measured (the
- * measured table for the amx level is in backend.c, auto_gemv_max_n); a guess from the
- * DESIGN.md regimes (n = 1..8 is decode).
+ * What `auto` runs for one (ISA level, weight type): int8 for int8_min_n <= n <= int8_max_n
+ * (when an int8 kernel exists for the type), else gemv for n <= gemv_max_n, else fused.
+ * The rows are data, measured on a machine of that ISA level (src/cpu/auto_table.c names the
+ * command and the results); a (level, type) with no row gets the default row of its level.
  */
-#define QMM_CPU_AUTO_GEMV_MAX_N 8
+typedef struct qmm_cpu_auto_row {
+    qmm_cpu_isa isa;
+    qmm_type type;
+    int64_t int8_min_n, int8_max_n; /* empty range (min > max): never int8 */
+    int64_t gemv_max_n;
+} qmm_cpu_auto_row;
+
+qmm_cpu_auto_row qmm_cpu_auto_lookup(qmm_cpu_isa isa, qmm_type type);
 
 /* The fixed lane-reduction tree of the panel order. */
 static inline float qmm_cpu_lane_reduce(const float a[QMM_CPU_LANES]) {
@@ -139,9 +147,13 @@ typedef qmm_status (*qmm_cpu_matmul_fn)(qmm_context *ctx, const qmm_weights *w, 
 
 typedef struct qmm_cpu_impl {
     qmm_strategy strategy;
-    const char *name;           /* "gemv_portable", later e.g. "int8_avx512" */
-    /* NULL = any weight type, any flags, any CPU. Otherwise true if it can run; when it
-     * cannot, it may set *why to a static phrase for the error sentence. */
+    const char *name;           /* "gemv_portable", "int8_amx", ... */
+    qmm_cpu_isa min_isa;        /* lowest ISA level of the context it runs at */
+    /* The weight types it implements: NULL = every weight type of the type table (the
+     * generic paths, built on the table's dequantizer); else the kernel file's own list. */
+    bool (*has_type)(qmm_type type);
+    /* Further conditions (context flags), NULL = none. False when it cannot run, with *why
+     * set to a static phrase for the error sentence. */
     bool (*supports)(const qmm_context *ctx, qmm_type type, const char **why);
     qmm_cpu_matmul_fn run;
     qmm_precision precision;    /* numerical class (qmm.h); 0 = QMM_PRECISION_F32 */

@@ -12,7 +12,7 @@
  * 0 .. block_size/QMM_UNIT - 1), bit-identical to ggml's dequantize_row_<name> and to
  * gguf.quants. Rules for a codec:
  *   - read the block byte by byte (qmm_ld16 / qmm_ld32): blocks sit at any byte offset
- *     (mxfp4's blocks are 17 bytes);
+ *     (a block may be an odd number of bytes long, e.g. 17);
  *   - float arithmetic only through qmm_mul / qmm_add / qmm_sub (each rounded once: nvcc
  *     would otherwise contract a*b+c into one FMA and the bits would differ from ggml's);
  *   - tables through QMM_TABLE (one definition, a host and a device copy).
@@ -106,8 +106,8 @@ typedef enum qmm_scale_kind {
     QMM_SCALE_BF16,     /* bfloat16: likewise */
     QMM_SCALE_F32,      /* IEEE binary32: likewise */
     QMM_SCALE_E8M0,     /* one byte, 2^(e-127) (OCP MX); 0xFF is NaN in the MX definition */
-    QMM_SCALE_UE4M3,    /* one byte, unsigned E4M3 (NVFP4); 0x7F and 0xFF are NaN in E4M3 */
-    QMM_SCALE_F16_IQ1M, /* iq1_m: an f16 spread over the top nibbles of four uint16 scales */
+    QMM_SCALE_UE4M3,    /* one byte, unsigned E4M3; 0x7F and 0xFF are NaN in E4M3 */
+    QMM_SCALE_F16_IQ1M, /* an f16 spread over the top nibbles of four uint16 scales */
 } qmm_scale_kind;
 
 /* `count` consecutive scale fields of one kind, starting at byte `offset` of a block. */
@@ -128,7 +128,7 @@ typedef struct qmm_type_layout {
     int16_t sub_block;  /* elements sharing one sub-block scale (= block size when none) */
     bool has_min;       /* value = d*q - min (or d*q + m): the min is a second scale field */
     /* |element| <= max_q * |scale field value| for every block: the largest quant magnitude
-     * times the largest sub-block scale (e.g. 8 for q4_0, 127 for iq4_nl's codebook, 15 * 63
+     * times the largest sub-block scale (e.g. 8 for q4_0, 127 for a 16-entry int8 codebook, 15 * 63
      * for q4_K's sub-scale times quant). Generators and error bounds use it. */
     float max_q;
 } qmm_type_layout;

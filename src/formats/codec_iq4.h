@@ -48,9 +48,14 @@ static const qmm_type_layout qmm_layout_iq4_xs = {
     .scales = {{offsetof(block_iq4_xs, d), QMM_SCALE_F16, 1}},
     .sub_block = 32, .has_min = false, .max_q = 127 * 32};
 
-/* Reference quantizers: none yet (ggml's quantize_row_iq4_nl_ref / _iq4_xs_ref search the
- * scale; docs/FORMATS.md). */
-#define QMM_QUANTIZER_iq4_nl NULL
-#define QMM_QUANTIZER_iq4_xs NULL
+/* Reference quantizers (quants_iq4.c, named there by block size): bytes equal to ggml's
+ * quantize_row_iq4_nl_ref / _iq4_xs_ref, which search the scale without an importance
+ * matrix (docs/FORMATS.md). */
+#if !defined(__CUDACC__)
+void qmm_quantize_row_iq4_blocks_ref(const float *src, void *dst, int64_t k);
+void qmm_quantize_row_iq4_super_blocks_ref(const float *src, void *dst, int64_t k);
+#endif
+#define QMM_QUANTIZER_iq4_nl qmm_quantize_row_iq4_blocks_ref
+#define QMM_QUANTIZER_iq4_xs qmm_quantize_row_iq4_super_blocks_ref
 
 #endif /* QMM_FORMATS_CODEC_IQ4_H */

@@ -12,10 +12,26 @@
 #ifndef QMM_FORMATS_TYPE_LIST_H
 #define QMM_FORMATS_TYPE_LIST_H
 
+#include "formats/codec_fp4.h"
+#include "formats/codec_iq1.h"
+#include "formats/codec_iq2.h"
+#include "formats/codec_iq3.h"
 #include "formats/codec_iq4.h"
+#include "formats/codec_tq.h"
 
 #define QMM_UNIT_TYPES(X)                                                                  \
+    X(IQ2_XXS, iq2_xxs)                                                                    \
+    X(IQ2_XS, iq2_xs)                                                                      \
+    X(IQ2_S, iq2_s)                                                                        \
+    X(IQ3_XXS, iq3_xxs)                                                                    \
+    X(IQ3_S, iq3_s)                                                                        \
+    X(IQ1_S, iq1_s)                                                                        \
+    X(IQ1_M, iq1_m)                                                                        \
     X(IQ4_NL, iq4_nl)                                                                      \
-    X(IQ4_XS, iq4_xs)
+    X(IQ4_XS, iq4_xs)                                                                      \
+    X(TQ1_0, tq1_0)                                                                        \
+    X(TQ2_0, tq2_0)                                                                        \
+    X(MXFP4, mxfp4)                                                                        \
+    X(NVFP4, nvfp4)
 
 #endif /* QMM_FORMATS_TYPE_LIST_H */

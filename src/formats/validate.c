@@ -16,7 +16,7 @@
 #include "formats/fp16.h"
 #include "formats/quants.h"
 
-/* iq1_m's f16 scale: the top nibbles of four little-endian uint16 at p. */
+/* The f16 scale of QMM_SCALE_F16_IQ1M: the top nibbles of four little-endian uint16 at p. */
 static uint16_t iq1m_scale(const uint8_t *p) {
     uint16_t sc[4];
     for (int i = 0; i < 4; i++) sc[i] = (uint16_t)(p[2 * i] | (p[2 * i + 1] << 8));

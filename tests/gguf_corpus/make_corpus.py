@@ -3,7 +3,7 @@
 
 Every file is built here byte by byte with Python's struct module, independently of qmm's
 GGUF writer, so a bug shared by our reader and writer cannot hide. Each file is named
-<CLASS>_<what>.gguf after the fault class of /work/shared/CASES.md it exercises
+<CLASS>_<what>.gguf after the fault class of docs/FAULTS.md it exercises
 (J: integer overflow and exhaustion, K: offsets/alignment/truncation, L: endianness; V: valid
 files that must open), and manifest.json records for each file:
 
@@ -14,6 +14,8 @@ files that must open), and manifest.json records for each file:
     fields    words of which at least one must appear (case-insensitive) in the reader's error
               message: the field it names (reject files only)
     why       one sentence
+    needs     (optional) type names the file holds that qmm's table may not have yet
+    sizes     (optional, accept files) tensor name -> the byte size the reader must report
 
 GGUF v3 layout (ggml's docs/gguf.md, gguf-py's constants.py), all little-endian:
     u32 magic "GGUF" | u32 version (3) | u64 n_tensors | u64 n_kv
@@ -38,11 +40,24 @@ T_U8, T_I8, T_U16, T_I16, T_U32, T_I32, T_F32, T_BOOL, T_STR, T_ARR, T_U64, T_I6
 SCALAR_FMT = {T_U8: "B", T_I8: "b", T_U16: "H", T_I16: "h", T_U32: "I", T_I32: "i",
               T_F32: "f", T_BOOL: "B", T_U64: "Q", T_I64: "q", T_F64: "d"}
 
-# GGML type ids used here: (block size, bytes per block).
+# GGML type ids used here: (id, block size, bytes per block) (ggml-common.h).
 GGML = {"f32": (0, 1, 4), "f16": (1, 1, 2), "q4_0": (2, 32, 18), "q4_1": (3, 32, 20),
         "q5_0": (6, 32, 22), "q5_1": (7, 32, 24), "q8_0": (8, 32, 34), "q2_K": (10, 256, 84),
         "q3_K": (11, 256, 110), "q4_K": (12, 256, 144), "q5_K": (13, 256, 176),
-        "q6_K": (14, 256, 210), "bf16": (30, 1, 2)}
+        "q6_K": (14, 256, 210), "bf16": (30, 1, 2),
+        "iq2_xxs": (16, 256, 66), "iq2_xs": (17, 256, 74), "iq3_xxs": (18, 256, 98),
+        "iq1_s": (19, 256, 50), "iq4_nl": (20, 32, 18), "iq3_s": (21, 256, 110),
+        "iq2_s": (22, 256, 82), "iq4_xs": (23, 256, 136), "iq1_m": (29, 256, 56),
+        "tq1_0": (34, 256, 54), "tq2_0": (35, 256, 66), "mxfp4": (39, 32, 17),
+        "nvfp4": (40, 64, 36)}
+# The first 13 weight types, and those of issue 10. A file holding a type qmm's table lacks
+# says so in the manifest ("needs"): test_gguf_corpus.py then skips it.
+FIRST_TYPES = ["f32", "f16", "q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q2_K", "q3_K", "q4_K",
+               "q5_K", "q6_K", "bf16"]
+NEW_TYPES = [n for n in GGML if n not in FIRST_TYPES]
+# Byte offset of the f16 d of the new types that have one.
+F16_D = {"iq2_xxs": 0, "iq2_xs": 0, "iq3_xxs": 0, "iq1_s": 0, "iq4_nl": 0, "iq3_s": 0,
+         "iq2_s": 0, "iq4_xs": 0, "tq1_0": 52, "tq2_0": 64}
 
 U64_MAX = (1 << 64) - 1
 
@@ -120,6 +135,21 @@ def tensor_payload(rng, tname, nbytes):
         _, _, bb = GGML[tname]
         for blk in range(0, nbytes, bb):
             b[blk + bb - 1] &= 0x3B
+    elif tname in F16_D:
+        _, _, bb = GGML[tname]
+        for blk in range(0, nbytes, bb):
+            b[blk + F16_D[tname] + 1] &= 0x3B
+    elif tname == "iq1_m":  # f16 bits 12..15 are the top nibble of byte 55: clear bit 14
+        for blk in range(0, nbytes, 56):
+            b[blk + 55] &= 0xBF
+    elif tname == "mxfp4":  # E8M0 0xFF is NaN
+        for blk in range(0, nbytes, 17):
+            b[blk] = min(b[blk], 0xFE)
+    elif tname == "nvfp4":  # UE4M3 0x7F and 0xFF are NaN
+        for blk in range(0, nbytes, 36):
+            for i in range(4):
+                if b[blk + i] & 0x7F == 0x7F:
+                    b[blk + i] ^= 1
     return bytes(b)
 
 
@@ -192,15 +222,61 @@ BASE_TENSORS = [
 ]
 
 
+def two_blocks(tname):
+    """ne of a small matrix of the type: rows of 2 blocks (8 elements for f32/f16/bf16), 3 rows."""
+    bs = GGML[tname][1]
+    return [2 * bs if bs > 1 else 8, 3]
+
+
+# A model-like file of new-type tensors (gpt-oss style mxfp4 experts, an i-quant attention,
+# an nvfp4 and an iq4_xs projection).
+NEW_MIX = [("blk.0.attn_q.weight", "iq2_xxs", [256, 4]),
+           ("blk.0.ffn_gate_exps.weight", "mxfp4", [64, 3]),
+           ("blk.0.ffn_up.weight", "nvfp4", [128, 2]),
+           ("blk.0.ffn_down.weight", "iq4_xs", [512, 2]),
+           ("blk.0.attn_norm.weight", "f32", [64])]
+
+
+def type_cases(e):
+    """Per type: its byte size is the reader's (accept files record it in "sizes"), and a
+    wrong size is refused. Each yields a 7th element, extra manifest fields."""
+    def sizes(tensors):
+        return {n: tensor_bytes(t, d) for n, t, d in tensors}
+
+    mix_types = sorted({t for _, t, _ in NEW_MIX if t in NEW_TYPES})
+    yield ("V_new_types_mix", "V", "accept", [], f"a model-like file of {', '.join(mix_types)} "
+           "tensors", build(NEW_MIX), {"needs": mix_types, "sizes": sizes(NEW_MIX)})
+    every = [(f"t.{n}", n, two_blocks(n)) for n in NEW_TYPES]
+    yield ("V_all_new_types", "V", "accept", [], "one tensor of each of the 13 new types",
+           build(every), {"needs": NEW_TYPES, "sizes": sizes(every)})
+    for n, (tid, bs, bb) in GGML.items():
+        pair = [("w", n, two_blocks(n)), ("x", "f32", [8])]
+        nb = tensor_bytes(n, pair[0][2])
+        if n in NEW_TYPES:
+            yield (f"V_type_{n}", "V", "accept", [], f"a {n} tensor of {nb} bytes, then an f32",
+                   build(pair), {"needs": [n], "sizes": sizes(pair)})
+        # the next tensor inside w's bytes: only a reader with too small a size accepts it
+        yield (f"K_size_{n}_overlap", "K", "reject", ["overlap"],
+               f"{n} tensor of {nb} bytes, the next tensor at offset {(nb - 1) // 32 * 32}",
+               build(pair, offsets=[0, (nb - 1) // 32 * 32]), {"needs": [n]})
+        if bs > 1:
+            dims = [bs + bs // 2, 3]
+            yield (f"J_row_{n}_not_block", "J", "reject", ["block", "multiple"],
+                   f"{n} with ne[0] = {dims[0]}, not a multiple of {bs}",
+                   build([("w", "f32", [8])], raw_infos=e.tensor_info("w", dims, tid, 0),
+                         data_override=b"\0" * (3 * bb * 2)), {"needs": [n]})
+
+
 def cases():
-    """Yield (name, cls, expect, fields, why, bytes)."""
+    """Yield (name, cls, expect, fields, why, bytes[, extra manifest fields])."""
     e = Endian()
     base = build(BASE_TENSORS)
 
     # ----------------------------------------------------------------- V: valid files
     yield "V_base", "V", "accept", [], "small model-like file, default alignment 32", base
-    yield ("V_all_types", "V", "accept", [], "one tensor of every weight type qmm supports",
-           build([(f"t.{n}", n, [GGML[n][1] * 2 if GGML[n][1] > 1 else 8, 3]) for n in GGML]))
+    yield ("V_all_types", "V", "accept", [], "one tensor of each of the first 13 weight types",
+           build([(f"t.{n}", n, two_blocks(n)) for n in FIRST_TYPES]))
+    yield from type_cases(e)
     yield "V_no_tensors", "V", "accept", [], "metadata only", build([])
     yield "V_no_kv", "V", "accept", [], "tensors, no metadata", build(BASE_TENSORS, kvs=[])
     yield ("V_empty", "V", "accept", [], "header only: no tensors, no metadata",
@@ -442,14 +518,14 @@ def main(argv):
     os.makedirs(out, exist_ok=True)
     manifest = []
     seen = set()
-    for name, cls, expect, fields, why, data in cases():
+    for name, cls, expect, fields, why, data, *extra in cases():
         assert name not in seen, name
         seen.add(name)
         fn = name + ".gguf"
         with open(os.path.join(out, fn), "wb") as f:
             f.write(data)
         manifest.append({"file": fn, "cls": cls, "expect": expect, "fields": fields,
-                         "why": why, "size": len(data)})
+                         "why": why, "size": len(data), **(extra[0] if extra else {})})
     with open(os.path.join(out, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
     print(f"make_corpus: {len(manifest)} files in {out}")

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # cuda_plant.sh — plant one defect at a time into a COPY of the CUDA sources and check that
-# tests/test_cuda_cases catches it (the test fails). For a GPU machine; the repository itself
-# is never modified.
+# the CUDA backend of tests/test_conformance catches it (the test fails). For a GPU machine;
+# the repository itself is never modified.
 #
 # Usage: bash tests/plant/cuda_plant.sh SRC_DIR BUILD_DIR
 #   SRC_DIR    a qmm source tree (the repository root)
@@ -14,11 +14,12 @@
 #   .deps: run this after it, in the same shell, or export the same variables).
 #
 # Steps: copy SRC_DIR (without .git and build dirs) to BUILD_DIR/src; configure BUILD_DIR/build
-# once; build test_cuda_cases and run the baseline (every filtered test group must pass, else
+# once; build test_conformance and run the baseline (every filtered test group must pass, else
 # exit 3). Then for each planted defect: restore the pristine file, apply the sed, check that
 # it changed the file (else NOT APPLIED: the code moved; the sed needs updating), rebuild the
-# test binary (ninja rebuilds only what the file touches), run test_cuda_cases with
-# QMM_CASES_FILTER set to the class's tests, and record CAUGHT (test failed) or MISSED.
+# test binary (ninja rebuilds only what the file touches), run test_conformance with
+# QMM_CASES_FILTER set to the class's tests and QMM_CONFORMANCE_BACKENDS=cuda (the CPU levels
+# are not what is planted), and record CAUGHT (test failed) or MISSED.
 # Exit: 0 all applied defects caught; 1 some defect missed; 2 none missed but some not
 # applied; 3 baseline failed or build broken.
 set -uo pipefail
@@ -87,14 +88,15 @@ mkdir -p "$COPY"
 (cd "$SRC" && tar -c --exclude=./.git --exclude='./build*' --exclude=./.snap --exclude=./.deps \
    --exclude=./out . ) | (cd "$COPY" && tar -x)
 
-echo "== configure + build test_cuda_cases (sm_$ARCH)"
+echo "== configure + build test_conformance (sm_$ARCH)"
 if [ ! -f "$BUILD/build.ninja" ]; then
   cmake -S "$COPY" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$ARCH" \
     -DQMM_CUDA=ON -DQMM_BUILD_TOOLS=OFF > "$LOG/configure.log" 2>&1 || { tail -30 "$LOG/configure.log"; exit 3; }
 fi
-build() { cmake --build "$BUILD" --target test_cuda_cases -j"$JOBS" > "$LOG/build_$1.log" 2>&1; }
+build() { cmake --build "$BUILD" --target test_conformance -j"$JOBS" > "$LOG/build_$1.log" 2>&1; }
 build baseline || { grep -E "error|FAILED" "$LOG/build_baseline.log" | head -20; exit 3; }
-TEST=$BUILD/tests/test_cuda_cases
+TEST=$BUILD/tests/test_conformance
+export QMM_CONFORMANCE_BACKENDS=cuda
 
 
 echo "== baseline (pristine copy)"
@@ -104,7 +106,7 @@ for f in $FILTERS; do
   QMM_CASES_FILTER="$f" timeout 300 "$TEST" > "$LOG/baseline_${f//[*]/}.log" 2>&1
   rc=$?
   echo "baseline $f: rc=$rc"
-  if [ $rc -eq 77 ]; then echo "test_cuda_cases skipped (no GPU?)"; exit 3; fi
+  if [ $rc -eq 77 ]; then echo "test_conformance skipped (no GPU?)"; exit 3; fi
   [ $rc -eq 0 ] || { base_ok=0; grep -E "ERROR|FAILED" "$LOG/baseline_${f//[*]/}.log" | head -5; }
 done
 [ $base_ok -eq 1 ] || { echo "baseline fails: planted defects cannot be judged"; exit 3; }

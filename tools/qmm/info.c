@@ -134,22 +134,23 @@ static void print_text(const char *path, const qmm_gguf *g) {
                qmm_gguf_value_type_name(v.type), buf);
     }
     printf("\ntensors (%" PRId64 "):\n", n_t);
-    size_t nw = 4;
+    size_t nw = 4, tw = 5; /* widest tensor name, widest type name */
     for (int64_t i = 0; i < n_t; i++) {
         qmm_gguf_tensor t;
         qmm_gguf_get_tensor(g, i, &t);
         if (strlen(t.name) > nw) nw = strlen(t.name);
+        if (strlen(qmm_type_name(t.type)) > tw) tw = strlen(qmm_type_name(t.type));
     }
-    printf("  %5s  %-*s %-5s %-22s %12s %12s\n", "#", (int)nw, "name", "type", "shape", "bytes",
-           "offset");
+    printf("  %5s  %-*s %-*s %-22s %12s %12s\n", "#", (int)nw, "name", (int)tw, "type", "shape",
+           "bytes", "offset");
     uint64_t total = 0;
     for (int64_t i = 0; i < n_t; i++) {
         qmm_gguf_tensor t;
         qmm_gguf_get_tensor(g, i, &t);
         char shape[128];
         shape_text(&t, shape, sizeof shape);
-        printf("  %5" PRId64 "  %-*s %-5s %-22s %12zu %12" PRIu64 "\n", i, (int)nw, t.name,
-               qmm_type_name(t.type), shape, t.nbytes, t.offset);
+        printf("  %5" PRId64 "  %-*s %-*s %-22s %12zu %12" PRIu64 "\n", i, (int)nw, t.name,
+               (int)tw, qmm_type_name(t.type), shape, t.nbytes, t.offset);
         total += t.nbytes;
     }
     printf("\ntensor bytes: %" PRIu64 "\n", total);

@@ -5,8 +5,9 @@
  * Each (sub-)block gets a table of its 16 possible values, codebook[i] * scale with the float
  * product the dequantizer forms (iq4_nl: d * values[q]; iq4_xs: (d * (ls - 32)) * values[q];
  * mxfp4: kvalues[q] * 2^(e - 128); nvfp4: kvalues[q] * ue4m3(d[s]) / 2; codebooks
- * qmm_iq4_values and kvalues_mxfp4), and the nibbles index it (vpermps uses the low 4 bits of
- * each lane), so every decoded value equals to_float's bit for bit. Nibble order: iq4_nl,
+ * qmm_iq4_values and qmm_kvalues_e2m1, scale decoders of codec_fp4.h), and the nibbles index
+ * it (vpermps uses the low 4 bits of each lane), so every decoded value equals to_float's bit
+ * for bit. Nibble order: iq4_nl,
  * mxfp4 and each 32-element sub-block of iq4_xs as q4_0 (qs[j] low = element j, high = j + 16);
  * nvfp4 sub-block s: qs[8s + i] low = element 16s + i, high = 16s + 8 + i.
  * Format source: ggml-common.h / ggml-quants.c / ggml-impl.h and gguf.quants.
@@ -16,10 +17,8 @@
 #include <stddef.h>
 
 #include "core/types.h"
+#include "formats/codec_fp4.h"
 #include "formats/codec_iq4.h"
-
-/* ggml's kvalues_mxfp4: twice the E2M1 values (the scales carry the factor 1/2). */
-static const int8_t kvalues_mxfp4[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
 
 #define BODY_ARGS                                                                         \
     const unsigned char *w, size_t stride, int R, int64_t k, const float *x, int64_t ldx,   \
@@ -30,30 +29,11 @@ QMM_GEMV_INLINE __m512 codebook_f32(const int8_t *cb) {
     return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)cb)));
 }
 
-static float bits_f32(uint32_t u) {
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
-/* ggml_e8m0_to_fp32_half: 2^(e - 128), the subnormals 2^-129, 2^-128 for e = 0, 1. */
-static float e8m0_half(uint32_t e) {
-    return bits_f32(e < 2 ? 0x00200000u << e : (e - 1) << 23);
-}
-
-/* ggml_ue4m3_to_fp32 (times its 0.5): bit 7 ignored, 0x00 and 0x7F give 0; exponent field
- * E > 0: (1 + M/8) 2^(E - 8); E = 0: M 2^-10 (all exact in float). */
-static float ue4m3_half(uint32_t x) {
-    if (x == 0 || x == 0x7F) return 0.0f;
-    const uint32_t e = (x >> 3) & 0xF, m = x & 7;
-    return e == 0 ? (float)m * 0x1p-10f : bits_f32(((e + 119u) << 23) | (m << 20));
-}
-
 /* iq4_nl (f16 d) and mxfp4 (E8M0 e): 32-element blocks, 16 bytes of nibbles. */
 QMM_GEMV_INLINE void cb32_body(BODY_ARGS, int fp4) {
     const size_t bsz = fp4 ? sizeof(block_mxfp4) : sizeof(block_iq4_nl);
     const size_t qs_off = fp4 ? offsetof(block_mxfp4, qs) : offsetof(block_iq4_nl, qs);
-    const __m512 cb = codebook_f32(fp4 ? kvalues_mxfp4 : qmm_iq4_values);
+    const __m512 cb = codebook_f32(fp4 ? qmm_kvalues_e2m1 : qmm_iq4_values);
     float d[4][16];
     qmm_gemv_acc acc[4];
     for (int r = 0; r < R; r++) qmm_gemv_acc_zero(&acc[r], nr);
@@ -65,7 +45,8 @@ QMM_GEMV_INLINE void cb32_body(BODY_ARGS, int fp4) {
             for (int r = 0; r < R; r++) {
                 const unsigned char *b0 = w + r * stride + i * bsz;
                 if (fp4)
-                    for (int t = 0; t < cnt; t++) d[r][t] = e8m0_half(b0[(size_t)t * bsz]);
+                    for (int t = 0; t < cnt; t++)
+                        d[r][t] = qmm_e8m0_to_fp32_half(b0[(size_t)t * bsz]);
                 else
                     qmm_gemv_halves(b0 + offsetof(block_iq4_nl, d), bsz, cnt, d[r]);
             }
@@ -124,7 +105,7 @@ QMM_GEMV_INLINE void iq4_xs_body(BODY_ARGS) {
 /* nvfp4: 64-element blocks, 4 UE4M3 sub-block scales, then 8 bytes of nibbles per sub-block:
  * the 8 bytes twice, shifted by 0 (lanes 0..7) and 4 (lanes 8..15), index the table. */
 QMM_GEMV_INLINE void nvfp4_body(BODY_ARGS) {
-    const __m512 cb = codebook_f32(kvalues_mxfp4);
+    const __m512 cb = codebook_f32(qmm_kvalues_e2m1);
     const __m512i shift = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 4, 4, 4, 4);
     qmm_gemv_acc acc[4];
     for (int r = 0; r < R; r++) qmm_gemv_acc_zero(&acc[r], nr);
@@ -135,7 +116,7 @@ QMM_GEMV_INLINE void nvfp4_body(BODY_ARGS) {
         for (int r = 0; r < R; r++) {
             const block_nvfp4 *b = (const block_nvfp4 *)(w + r * stride) + i;
             if (i % 2 == 0) qmm_gemv_prefetch((const unsigned char *)b, 1, ahead);
-            for (int s = 0; s < 4; s++) ds[r][s] = ue4m3_half(b->d[s]);
+            for (int s = 0; s < 4; s++) ds[r][s] = qmm_ue4m3_to_fp32(b->d[s]);
         }
         for (int s = 0; s < 4; s++)
             for (int r = 0; r < R; r++) {

@@ -2,11 +2,11 @@
  * gemv_int8_codebook_avx512.c — the int8 strategy with AVX-512-VNNI on the native GGUF blocks
  * of the codebook types: iq4_nl, iq4_xs, mxfp4 and nvfp4 (no repacked copy). Each maps a
  * 4-bit index through a 16-entry int8 codebook (iq4_nl, iq4_xs: qmm_iq4_values, -127..113;
- * mxfp4, nvfp4: kvalues_mxfp4, twice the E2M1 values, -12..12) and scales it per sub-block:
+ * mxfp4, nvfp4: qmm_kvalues_e2m1, twice the E2M1 values, -12..12) and scales it per sub-block:
  *     iq4_nl  32-element blocks, f16 d;                  value = d * values[q]
  *     iq4_xs  256-element super-blocks, sub-blocks of 32, d * (ls - 32);  value as iq4_nl
  *     mxfp4   32-element blocks, E8M0 e: 2^(e - 128) (ggml_e8m0_to_fp32_half, 0 and 1 give
- *             the subnormals 2^-129, 2^-128);         value = kvalues[q] * 2^(e - 128)
+ *             the subnormals 2^-128, 2^-127);         value = kvalues[q] * 2^(e - 128)
  *     nvfp4   64-element blocks of 4 sub-blocks of 16, UE4M3 d[s] (bit 7 ignored, 0x7F -> 0)
  *             times 0.5;                              value = kvalues[q] * ue4m3(d[s]) / 2
  * Nibble order: iq4_nl, mxfp4 and each 32-element sub-block of iq4_xs as q4_0 (qs[j] low
@@ -27,7 +27,7 @@
  * vector of 16 sub-blocks of 32, or two of 16 sub-blocks of 16 for nvfp4), then
  *     isum -= 128 * sum(q_x)                         (exact: the codebook value is u - 128)
  *     acc = fma((float)isum * dx, d_w, acc)          d_w = the float the dequantizer scales by
- * (isum * dx first: mxfp4's d_w reaches 2^-129, and d_w * dx would be subnormal, while
+ * (isum * dx first: mxfp4's d_w reaches 2^-128, and d_w * dx would be subnormal, while
  * isum * dx * d_w is normal wherever the output is)
  * into one 16-lane f32 accumulator per X row, reduced once at the row's end by
  * _mm512_reduce_add_ps. The order depends only on k (not on n, the thread or the task).
@@ -51,6 +51,7 @@
 
 #include "cpu/x86/x86_kernels.h"
 #include "formats/blocks.h"
+#include "formats/codec_fp4.h"
 #include "formats/codec_iq4.h"
 
 #define CHUNK 512          /* elements per chunk (8 zmm of W bytes) */
@@ -60,9 +61,6 @@
 #define GROUP_NMAX 2       /* X rows per pass up to which W rows are grouped */
 #define NMAX 8             /* X rows per pass over a W row */
 #define LANES 32           /* per-lane X data per chunk (16 used by 32-element sub-blocks) */
-
-/* ggml's kvalues_mxfp4: twice the E2M1 values (the scales carry the factor 1/2). */
-static const int8_t kvalues_mxfp4[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
 
 /* The kernels of this file, one per type. */
 typedef enum cb_kind { CB_NONE = -1, CB_IQ4_NL, CB_IQ4_XS, CB_MXFP4, CB_NVFP4 } cb_kind;
@@ -167,7 +165,7 @@ static void x_prepare(cb_kind kd, const float *x, int64_t k, unsigned char *base
 
 /* The codebook plus 128 in every 128-bit lane (the vpshufb table). */
 static inline __m512i codebook_u8(cb_kind kd) {
-    const int8_t *cb = kd == CB_IQ4_NL || kd == CB_IQ4_XS ? qmm_iq4_values : kvalues_mxfp4;
+    const int8_t *cb = kd == CB_IQ4_NL || kd == CB_IQ4_XS ? qmm_iq4_values : qmm_kvalues_e2m1;
     return _mm512_xor_si512(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)cb)),
                             _mm512_set1_epi8((char)0x80));
 }

@@ -47,8 +47,8 @@ qmm_status qmm_x86_bf16_tiles_pack(qmm_type type, int64_t m, int64_t k, const vo
                          "bf16 tile packing: cannot allocate %zu bytes for %lld x %lld weights",
                          bytes, (long long)m, (long long)k);
     const int64_t kc = k_pad / QMM_X86_TILE_K, groups = m_pad / QMM_X86_TILE_M;
-    int failed = 0;
-#pragma omp parallel num_threads(n_threads < 1 ? 1 : n_threads) reduction(| : failed)
+    int failed = 0, nonfinite = 0;
+#pragma omp parallel num_threads(n_threads < 1 ? 1 : n_threads) reduction(| : failed, nonfinite)
     {
         float *row = malloc((size_t)k_pad * sizeof(float));
         if (row == NULL) failed = 1;
@@ -62,6 +62,7 @@ qmm_status qmm_x86_bf16_tiles_pack(qmm_type type, int64_t m, int64_t k, const vo
                 else
                     memset(row, 0, (size_t)k * sizeof(float));
                 memset(row + k, 0, (size_t)(k_pad - k) * sizeof(float));
+                for (int64_t p = 0; p < k; p++) nonfinite |= !isfinite(row[p]);
                 row_scale[i] = qmm_x86_bf16_row_scale(row, k);
                 if (row_scale[i] != 1.0f) { /* divide by 2^e exactly (2^-e may overflow) */
                     const int e = ilogbf(row_scale[i]);
@@ -92,6 +93,7 @@ qmm_status qmm_x86_bf16_tiles_pack(qmm_type type, int64_t m, int64_t k, const vo
     out->data = data;
     out->row_scale = row_scale;
     out->parts = parts;
+    out->nonfinite = nonfinite != 0;
     out->m = m;
     out->k = k;
     out->m_pad = m_pad;

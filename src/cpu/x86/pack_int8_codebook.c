@@ -2,7 +2,7 @@
  * pack_int8_codebook.c — the int8 tile packer's row unpackers for the codebook types whose
  * scale is per 32-element (sub-)block: iq4_nl, iq4_xs and mxfp4 (pack_int8.c calls these for
  * them; layout of the tiles in x86_kernels.h). Each element's int8 is its codebook value
- * (qmm_iq4_values, -127..113, or kvalues_mxfp4, -12..12) and the block's float scale is the
+ * (qmm_iq4_values, -127..113, or qmm_kvalues_e2m1, -12..12) and the block's float scale is the
  * one the dequantizer multiplies it by (iq4_nl: d; iq4_xs: d * (ls - 32); mxfp4:
  * 2^(e - 128), ggml_e8m0_to_fp32_half), so scale * q is the type table's to_float with the
  * same float operands and the tiles are exact. nvfp4 (one scale per 16 elements) is not
@@ -14,11 +14,9 @@
 
 #include "cpu/x86/x86_kernels.h"
 #include "formats/blocks.h"
+#include "formats/codec_fp4.h"
 #include "formats/codec_iq4.h"
 #include "formats/fp16.h"
-
-/* ggml's kvalues_mxfp4: twice the E2M1 values (the scale carries the factor 1/2). */
-static const int8_t kvalues_mxfp4[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
 
 bool qmm_x86_int8_codebook_tiles_has_type(qmm_type type) {
     return type == QMM_TYPE_IQ4_NL || type == QMM_TYPE_IQ4_XS || type == QMM_TYPE_MXFP4;
@@ -31,13 +29,6 @@ static void group32(const uint8_t *qs, const int8_t *cb, int8_t *q) {
         q[j] = cb[qs[j] & 0xF];
         q[j + 16] = cb[qs[j] >> 4];
     }
-}
-
-static float e8m0_half(uint8_t e) {
-    const uint32_t bits = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
-    float f;
-    memcpy(&f, &bits, sizeof f);
-    return f;
 }
 
 void qmm_x86_int8_codebook_unpack_row(qmm_type type, const unsigned char *row, int64_t k,
@@ -53,8 +44,8 @@ void qmm_x86_int8_codebook_unpack_row(qmm_type type, const unsigned char *row, i
         for (int64_t b = 0; b < k / 32; b++) {
             block_mxfp4 blk;
             memcpy(&blk, row + (size_t)b * sizeof blk, sizeof blk);
-            d[b] = e8m0_half(blk.e);
-            group32(blk.qs, kvalues_mxfp4, q + 32 * b);
+            d[b] = qmm_e8m0_to_fp32_half(blk.e);
+            group32(blk.qs, qmm_kvalues_e2m1, q + 32 * b);
         }
     } else { /* iq4_xs */
         for (int64_t s = 0; s < k / 256; s++) {

@@ -7,9 +7,6 @@
 
 #include "cpu/x86/x86_backend.h"
 
-static qmm_cpu_isa ctx_isa(const qmm_context *ctx) {
-    return ((const qmm_cpu_state *)ctx->backend)->isa;
-}
 
 /*
  * The AMX layouts (bf16 tiles for fused, int8 tiles for int8) are made on the first matmul
@@ -75,30 +72,9 @@ void qmm_cpu_x86_weights_release(qmm_weights *w) {
     cw->x86 = NULL;
 }
 
-bool qmm_cpu_x86_fused_amx_supports(const qmm_context *ctx, qmm_type type, const char **why) {
-    if (ctx_isa(ctx) < QMM_CPU_ISA_AMX) {
-        *why = "the context's ISA level is below amx";
-        return false;
-    }
-    if (type == QMM_TYPE_F32) {
-        *why = "f32 weights stay on the exact f32 paths";
-        return false;
-    }
-    return true;
-}
+bool qmm_cpu_x86_fused_amx_has_type(qmm_type type) { return type != QMM_TYPE_F32; }
 
-bool qmm_cpu_x86_fused_amx_f32_supports(const qmm_context *ctx, qmm_type type,
-                                        const char **why) {
-    if (ctx_isa(ctx) < QMM_CPU_ISA_AMX) {
-        *why = "the context's ISA level is below amx";
-        return false;
-    }
-    if (type != QMM_TYPE_F32) {
-        *why = "the three-part bf16 GEMM is only for f32 weights";
-        return false;
-    }
-    return true;
-}
+bool qmm_cpu_x86_fused_amx_f32_has_type(qmm_type type) { return type == QMM_TYPE_F32; }
 
 /* The largest n for which fused_amx_bf16 decodes the GGUF blocks on the fly
  * (qmm_x86_gemm_bf16_otf_amx) rather than streaming the packed bf16 copy; both give the
@@ -153,23 +129,14 @@ qmm_status qmm_cpu_x86_matmul_fused_amx(qmm_context *ctx, const qmm_weights *w, 
     const qmm_x86_weights *xw;
     qmm_status s = ensure_bf16_tiles(ctx, w, &xw);
     if (s != QMM_OK) return s;
+    /* f32 weights holding Inf or NaN cannot be split into three bf16 parts (an Inf part times
+     * a zero part of X gives NaN where w * x is +-Inf): the portable f32 GEMM computes them,
+     * a property of W alone, so the choice never depends on X or n. */
+    if (xw->bf16.parts == 3 && xw->bf16.nonfinite) return qmm_cpu_matmul_fused(ctx, w, n, x, ldx, y, ldy);
     s = qmm_cpu_scratch_grow(&st->shared, qmm_x86_gemm_bf16_amx_scratch(&xw->bf16, n, st->n_threads));
     if (s != QMM_OK) return s;
     qmm_x86_gemm_bf16_amx(&xw->bf16, n, x, ldx, y, ldy, st->shared.ptr, st->n_threads);
     return QMM_OK;
-}
-
-bool qmm_cpu_x86_int8_amx_supports(const qmm_context *ctx, qmm_type type, const char **why) {
-    if (ctx_isa(ctx) < QMM_CPU_ISA_AMX) {
-        *why = "the context's ISA level is below amx (int8 needs AMX-INT8)";
-        return false;
-    }
-    if (!qmm_x86_gemv_int8_avx512_has_type(type)) {
-        *why = "no int8 kernel for this weight type (the int8 strategy handles the quantized "
-               "types: q4_0 .. q6_K and the 4-bit codebook types)";
-        return false;
-    }
-    return true;
 }
 
 /* Decode sizes: VNNI gemv on the GGUF blocks (no int8 tiles), up to the measured n where it
@@ -205,18 +172,6 @@ qmm_status qmm_cpu_x86_matmul_int8_amx(qmm_context *ctx, const qmm_weights *w, i
     if (s != QMM_OK) return s;
     qmm_x86_gemm_int8_amx(&xw->int8, n, x, ldx, y, ldy, st->shared.ptr, st->n_threads);
     return QMM_OK;
-}
-
-bool qmm_cpu_x86_gemv_avx512_supports(const qmm_context *ctx, qmm_type type, const char **why) {
-    if (ctx_isa(ctx) < QMM_CPU_ISA_AVX512) {
-        *why = "the context's ISA level is below avx512";
-        return false;
-    }
-    if (!qmm_x86_gemv_avx512_has_type(type)) {
-        *why = "no AVX-512 gemv kernel for this type";
-        return false;
-    }
-    return true;
 }
 
 qmm_status qmm_cpu_x86_matmul_gemv_avx512(qmm_context *ctx, const qmm_weights *w, int64_t n,

@@ -30,17 +30,15 @@ qmm_status qmm_cpu_x86_weights_init(const qmm_context *ctx, qmm_weights *w);
 void qmm_cpu_x86_weights_release(qmm_weights *w);
 
 /* fused on AMX-BF16: any weight type but f32 (kept on the exact f32 paths). */
-bool qmm_cpu_x86_fused_amx_supports(const qmm_context *ctx, qmm_type type, const char **why);
+bool qmm_cpu_x86_fused_amx_has_type(qmm_type type);
 /* fused for f32 weights on AMX-BF16 with X and W split into three bf16 parts each (six
  * products per k step; f32-level error, see docs/KERNELS.md); runs qmm_cpu_x86_matmul_fused_amx. */
-bool qmm_cpu_x86_fused_amx_f32_supports(const qmm_context *ctx, qmm_type type,
-                                        const char **why);
+bool qmm_cpu_x86_fused_amx_f32_has_type(qmm_type type);
 qmm_status qmm_cpu_x86_matmul_fused_amx(qmm_context *ctx, const qmm_weights *w, int64_t n,
                                         const float *x, int64_t ldx, float *y, int64_t ldy);
 
 /* int8: every quantized type; AMX-INT8 for the 32-block types (qmm_x86_int8_tiles_has_type),
  * the VNNI gemv otherwise and at decode sizes (X quantized per call to int8 per 32-block). */
-bool qmm_cpu_x86_int8_amx_supports(const qmm_context *ctx, qmm_type type, const char **why);
 /* The kernel the int8 strategy runs for this type and n: "int8_vnni_gemv" (decode sizes, or
  * types without int8 tiles) or "int8_amx". */
 const char *qmm_cpu_x86_int8_kernel(const qmm_context *ctx, qmm_type type, int64_t n);
@@ -48,7 +46,6 @@ qmm_status qmm_cpu_x86_matmul_int8_amx(qmm_context *ctx, const qmm_weights *w, i
                                        const float *x, int64_t ldx, float *y, int64_t ldy);
 
 /* gemv on AVX-512: the legacy and K-quant types (f32/f16/bf16 fall through to gemv_portable). */
-bool qmm_cpu_x86_gemv_avx512_supports(const qmm_context *ctx, qmm_type type, const char **why);
 qmm_status qmm_cpu_x86_matmul_gemv_avx512(qmm_context *ctx, const qmm_weights *w, int64_t n,
                                           const float *x, int64_t ldx, float *y, int64_t ldy);
 

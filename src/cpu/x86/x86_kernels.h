@@ -42,6 +42,9 @@ typedef struct qmm_x86_bf16_tiles {
      * bf16(w), bf16(w - part 0), bf16(w - part 0 - part 1) (the residuals are exact in f32),
      * so part 0 + part 1 + part 2 = w to about 2^-24 relative. */
     int parts;
+    /* Some W element is Inf or NaN. With 3 parts such a W cannot be split (an Inf part times
+     * a zero part of X is NaN where w * x is +-Inf): the f32 GEMM then runs elsewhere. */
+    bool nonfinite;
     int64_t m, k;     /* logical shape */
     int64_t m_pad, k_pad;
 } qmm_x86_bf16_tiles;

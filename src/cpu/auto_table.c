@@ -1,0 +1,71 @@
+/*
+ * auto_table.c — the data `auto` reads on the CPU (qmm_cpu_auto_row, cpu_internal.h).
+ *
+ * The amx rows were measured on a 2-core Sapphire Rapids VM (2 threads, quiet machine, every
+ * row verified; the numbers are in docs/PERF.md, "CPU"), with
+ *   qmm bench --shape 4608x1024 --n 1,2,3,4,6,8 --strategy gemv,fused --iters 9 --csv
+ *   qmm bench --shape 4608x1024,1024x4608 --n 1,2,4,8,16 --strategy gemv,int8,fused --iters 9
+ *             --types q4_0,q4_1,q5_0,q5_1,q8_0,q2_K,q3_K,q4_K,q5_K,q6_K --csv
+ *   qmm bench --shape 4608x1024,1024x4608,3072x1024,1024x1024,512x1024 --types q4_0,q8_0,q4_K
+ *             --strategy int8,fused --n 16,17,20,24,32,33,40,48 --iters 9 --csv
+ *   qmm bench --shape 4608x1024,1024x4608 --types q4_1,q5_0,q5_1,q5_K --strategy int8,fused
+ *             --n 8,12,16,24,32,48 --iters 7 --csv
+ * int8_max_n is the largest n where int8 beat both gemv and fused on every shape; gemv_max_n
+ * the largest n where gemv beat fused. Below the amx level nothing is measured yet: the
+ * default row (gemv through n = 8, the decode regime) stands until it is.
+ */
+#include "cpu/cpu_internal.h"
+
+#define NO_INT8 1, 0
+
+static const qmm_cpu_auto_row auto_rows[] = {
+    /* isa, type, int8_min_n, int8_max_n, gemv_max_n */
+    {QMM_CPU_ISA_AMX, QMM_TYPE_F32, NO_INT8, 8},
+    {QMM_CPU_ISA_AMX, QMM_TYPE_F16, NO_INT8, 0},
+    {QMM_CPU_ISA_AMX, QMM_TYPE_BF16, NO_INT8, 0},
+    {QMM_CPU_ISA_AMX, QMM_TYPE_Q4_0, 1, 32, 4},
+    {QMM_CPU_ISA_AMX, QMM_TYPE_Q4_1, 1, 24, 4},
+    {QMM_CPU_ISA_AMX, QMM_TYPE_Q5_0, 1, 32, 4},
+    {QMM_CPU_ISA_AMX, QMM_TYPE_Q5_1, 1, 16, 2},
+    {QMM_CPU_ISA_AMX, QMM_TYPE_Q8_0, 2, 32, 1},
+    {QMM_CPU_ISA_AMX, QMM_TYPE_Q2_K, 1, 8, 4},
+    {QMM_CPU_ISA_AMX, QMM_TYPE_Q3_K, 1, 8, 2},
+    {QMM_CPU_ISA_AMX, QMM_TYPE_Q4_K, 1, 24, 4},
+    {QMM_CPU_ISA_AMX, QMM_TYPE_Q5_K, 1, 16, 3},
+    {QMM_CPU_ISA_AMX, QMM_TYPE_Q6_K, 1, 8, 1},
+    /* the codebook types (gemv_int8_codebook_avx512.c, pack_int8_codebook.c,
+     * gemv_codebook_avx512.c): measured below */
+    {QMM_CPU_ISA_AMX, QMM_TYPE_IQ4_NL, 1, 32, 2},
+    {QMM_CPU_ISA_AMX, QMM_TYPE_IQ4_XS, 1, 32, 1},
+    {QMM_CPU_ISA_AMX, QMM_TYPE_MXFP4, 1, 32, 2},
+    {QMM_CPU_ISA_AMX, QMM_TYPE_NVFP4, 1, 8, 1},
+};
+/* The codebook rows: 2026-12-01 14:28 UTC, load average 1.4-1.6 from other sessions, 2
+ * threads, the strategies called alternately in one process on 4 rotating copies of random
+ * valid weights, ms min / median of 21 calls (docs/KERNELS.md, "x86: the codebook types"); the
+ * same order in one-thread runs at 14:17 UTC and in
+ *   qmm bench --shape 4608x1024,1024x4608 --types iq4_nl,iq4_xs,mxfp4,nvfp4
+ *             --strategy gemv,int8,fused --n 1,2,4,8,16,32,64,512 --iters 9 --threads 1 --csv
+ * (two-thread bench runs then waited for the scheduler tick: 8.0 ms medians). int8 / fused
+ * at 4608x1024 and 1024x4608: iq4_nl n=32 0.463/0.501, 0.479/0.525, n=48 0.647/0.619,
+ * 0.636/0.623; iq4_xs n=32 0.461/0.481, 0.492/0.505, n=48 0.620/0.591, 0.727/0.612; mxfp4
+ * n=32 0.491/0.525, 0.592/0.607, n=48 0.759/0.778, 0.785/0.834, n=64 0.829/0.730; nvfp4 n=8
+ * 0.365/0.370 (medians 0.386/0.505), 0.440/0.425 (0.473/0.532), n=12 0.581/0.489,
+ * 0.608/0.426. gemv (gemv_avx512) / fused: iq4_nl n=2 0.231/0.270, 0.194/0.220, n=4
+ * 0.411/0.330; iq4_xs n=1 0.188/0.225, 0.200/0.365, n=2 0.279/0.210, 0.273/0.247; mxfp4 n=2
+ * 0.240/0.239 (medians 0.250/0.344), 0.241/0.276, n=4 0.376/0.242; nvfp4 n=1 0.341/0.458,
+ * 0.337/0.451, n=2 0.372/0.339, 0.384/0.352. (gemv_max_n matters only where int8 is not
+ * chosen.) */
+
+/* The row for a (level, type) that has none: gemv through the decode regime, then fused.
+ * At the amx level a type without a measured row has no fast gemv (only gemv_portable), so
+ * fused_amx_bf16 from n = 1. */
+static qmm_cpu_auto_row default_row(qmm_cpu_isa isa, qmm_type type) {
+    return (qmm_cpu_auto_row){isa, type, NO_INT8, isa >= QMM_CPU_ISA_AMX ? 0 : 8};
+}
+
+qmm_cpu_auto_row qmm_cpu_auto_lookup(qmm_cpu_isa isa, qmm_type type) {
+    for (size_t i = 0; i < sizeof auto_rows / sizeof auto_rows[0]; i++)
+        if (auto_rows[i].isa == isa && auto_rows[i].type == type) return auto_rows[i];
+    return default_row(isa, type);
+}
