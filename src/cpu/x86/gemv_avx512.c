@@ -1,7 +1,7 @@
 /*
  * gemv_avx512.c — strategy `gemv` (meant for n = 1..8) with AVX-512 on the native GGUF blocks
- * of q4_0, q4_1, q5_0, q5_1, q8_0, q2_K, q3_K, q4_K, q5_K, q6_K, iq4_nl, iq4_xs, mxfp4 and
- * nvfp4 and on f32, f16 and bf16 rows (any k): the driver. The row kernels
+ * of q4_0, q4_1, q5_0, q5_1, q8_0, q2_K, q3_K, q4_K, q5_K, q6_K, the 4-bit codebook types
+ * (gemv_codebook_avx512.c) and on f32, f16 and bf16 rows (any k): the driver. The row kernels
  * (gemv_legacy_avx512.c, gemv_kquants_avx512.c, gemv_codebook_avx512.c, gemv_float_avx512.c)
  * decode W in registers and never store a dequantized row; their summation order is in gemv_avx512_impl.h.
  *

@@ -1,7 +1,7 @@
 /*
  * gemv_int8_avx512.c — the int8 strategy with AVX-512-VNNI on the native GGUF blocks of every
  * quantized weight type (q4_0, q4_1, q5_0, q5_1, q8_0, q2_K, q3_K, q4_K, q5_K, q6_K; no
- * repacked copy; the codebook types iq4_nl, iq4_xs, mxfp4, nvfp4 are forwarded to
+ * repacked copy; the 4-bit codebook types are forwarded to
  * gemv_int8_codebook_avx512.c). Meant for decode (n <= 8); any n runs in groups of up to 8 X
  * rows.
  *

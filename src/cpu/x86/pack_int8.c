@@ -7,8 +7,8 @@
  * dequantizer multiplies by (d, or d * sc for the K-quants) and the min the float it adds
  * (q4_1/q5_1: m; q4_K/q5_K: -(dmin * mn)), so scale * q + min is the type table's to_float
  * with the same float operands. q2_K, q3_K and q6_K (16-element sub-blocks) are not packed.
- * The codebook types iq4_nl, iq4_xs and mxfp4 (int8 = the codebook value, no min) are
- * unpacked by pack_int8_codebook.c.
+ * The 4-bit codebook types with one scale per 32 elements (int8 = the codebook value, no
+ * min) are unpacked by pack_int8_codebook.c.
  * Portable C (no -m flags): runs once per weights object at creation, on OpenMP threads.
  * Format source: ggml-common.h / ggml-quants.c (block structs, dequantize_row_q4_K).
  */
