@@ -7,7 +7,8 @@
 # pkgconf, as Debian 12 .deb files) and the gguf Python package travel in .deps/ (ignored by
 # git; see docs/CUDA.md for how to fill it) and are unpacked under /tmp/deps, not into /.
 # Usage: bash bench/gpu_run.sh [PHASE...]   PHASE: ctest test_cuda memcheck racecheck synccheck
-#        bench bench_quick plant cuda_tests (default: ctest memcheck racecheck synccheck bench).
+#        bench bench_quick bench_types plant cuda_tests (default: ctest memcheck racecheck
+#        synccheck bench). bench_types: qmm bench --backend cuda on BENCH_TYPES at BENCH_NS.
 #        cuda_tests: only the GPU tests of the suite. QMM_BENCH=0 skips `qmm bench` in bench. The build
 #        always runs. Phases share one 10-minute device call: pick what fits.
 #        CUDA_BENCH_ARGS: arguments for bench/cuda_bench (e.g. "--types q4_0 --ns 1,512");
@@ -44,7 +45,9 @@ if [ "${QMM_NO_BUILD:-0}" != 1 ]; then
 echo "== configure + build"
 cmake -S "$SRC" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a \
   -DQMM_CUDA=ON > "$OUT/configure.log" 2>&1 || { tail -40 "$OUT/configure.log"; exit 1; }
-cmake --build "$BUILD" -j16 -- -k 0 > "$OUT/build.log" 2>&1
+# QMM_BUILD_TARGETS (e.g. "test_cuda test_conformance qmm_cli") builds only those
+# shellcheck disable=SC2086
+cmake --build "$BUILD" -j16 ${QMM_BUILD_TARGETS:+--target $QMM_BUILD_TARGETS} -- -k 0 > "$OUT/build.log" 2>&1
 echo "build rc=$? (errors, if any:)"; grep -E "error|FAILED" "$OUT/build.log" | head -20
 fi
 
@@ -57,9 +60,18 @@ if want ctest; then
 fi
 if want cuda_tests; then
   echo "== ctest: the GPU tests only (test_cuda, test_conformance, test_candidate_cli)"
-  (cd "$BUILD" && timeout 300 ctest --output-on-failure -R 'cuda|candidate|conformance' --timeout 280) > "$OUT/ctest_cuda.log" 2>&1
+  (cd "$BUILD" && timeout ${CUDA_TESTS_TIMEOUT:-300} ctest --output-on-failure -R 'cuda|candidate|conformance' --timeout 280) > "$OUT/ctest_cuda.log" 2>&1
   echo "ctest (cuda) rc=$?"; grep -E "tests passed|Test +#|\*\*\*|ERROR" "$OUT/ctest_cuda.log" | head -20
 fi
+if want bench_types; then
+  # qmm bench on chosen types (BENCH_TYPES, default the issue-10 sample) and token counts
+  echo "== qmm bench --backend cuda --types ${BENCH_TYPES:-iq4_xs,mxfp4,iq2_xxs} --n ${BENCH_NS:-1,512}"
+  timeout ${BENCH_TIMEOUT:-120} "$BUILD/tools/qmm/qmm" bench --backend cuda \
+    --types "${BENCH_TYPES:-iq4_xs,mxfp4,iq2_xxs}" --n "${BENCH_NS:-1,512}" \
+    --json "$OUT/qmm_bench_types.json" > "$OUT/qmm_bench_types.log" 2>&1
+  echo "qmm bench (types) rc=$?"; cat "$OUT/qmm_bench_types.log"
+fi
+
 if want test_cuda; then
   echo "== test_cuda (full)"
   timeout 300 "$BUILD/tests/test_cuda" > "$OUT/test_cuda.log" 2>&1
@@ -69,7 +81,7 @@ fi
 want memcheck || want racecheck || want synccheck && echo "== compute-sanitizer (QMM_TEST_CUDA_QUICK=1)"
 for tool in memcheck racecheck synccheck; do
   want $tool || continue
-  QMM_TEST_CUDA_QUICK=1 timeout 150 compute-sanitizer --tool $tool --error-exitcode 99 \
+  QMM_TEST_CUDA_QUICK=1 timeout ${SANITIZER_TIMEOUT:-150} compute-sanitizer --tool $tool --error-exitcode 99 \
     "$BUILD/tests/test_cuda" > "$OUT/sanitizer_$tool.log" 2>&1
   echo "$tool rc=$?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED' "$OUT/sanitizer_$tool.log" | tr '\n' ' ')"
 done

@@ -5,7 +5,8 @@
  * QMM_TEST_CUDA_QUICK=1 runs a reduced set (for compute-sanitizer): fewer shapes and types,
  * 3 repeats instead of 100.
  *
- * Checks: the dequantize kernel is bit-identical to the CPU for every type on random bytes
+ * Checks (every weight type of the type table): the dequantize kernel — and for unit-codec
+ * types the generic codec decoder too — is bit-identical to the CPU on random bytes
  * (every scale bit pattern, subnormal f16 included); every type x strategy x n x shape within
  * the strategy's limits with NaN-poisoned padding (ldy > m) that must survive and exact-size
  * device buffers; 100 repeated runs bit-identical; a CUDA graph of every strategy replayed on
@@ -57,11 +58,11 @@ int main(void) {
 #define FP8_NMSE 4e-3
 #define FP8_REL 0.1
 
-static const qmm_type k_types[] = {
-    QMM_TYPE_F32, QMM_TYPE_F16, QMM_TYPE_BF16, QMM_TYPE_Q4_0, QMM_TYPE_Q4_1,
-    QMM_TYPE_Q5_0, QMM_TYPE_Q5_1, QMM_TYPE_Q8_0, QMM_TYPE_Q2_K, QMM_TYPE_Q3_K,
-    QMM_TYPE_Q4_K, QMM_TYPE_Q5_K, QMM_TYPE_Q6_K};
-#define N_TYPES (sizeof k_types / sizeof k_types[0])
+/* Every weight type of the type table (the float, legacy and K-quant types and every
+ * unit-codec type), filled in main. Weights of a type without a reference quantizer are
+ * random valid blocks (tu_weights_make: qmm_random_rows). */
+static qmm_type k_types[QMM_TYPE_COUNT];
+static size_t N_TYPES;
 
 static const qmm_strategy k_strategies[] = {QMM_STRATEGY_GEMV, QMM_STRATEGY_DEQUANT_SGEMM,
                                             QMM_STRATEGY_CACHED_F16, QMM_STRATEGY_FUSED,
@@ -77,9 +78,10 @@ static bool quick(void) {
 static bool g_fp8;
 static bool strategy_skipped(qmm_strategy s) { return s == QMM_STRATEGY_FP8 && !g_fp8; }
 
-/* int8 takes quantized weights only: f32/f16/bf16 must be refused (QMM_ERR_UNSUPPORTED). */
+/* int8 takes the types it has a repacker for (the descriptors' int8 flag: the legacy and
+ * K-quant types); the float and unit-codec types must be refused (QMM_ERR_UNSUPPORTED). */
 static bool int8_refused(qmm_type t, qmm_strategy s) {
-    return s == QMM_STRATEGY_INT8 && qmm_type_block_size(t) == 1;
+    return s == QMM_STRATEGY_INT8 && !qmm_cuda_int8_has_type(t);
 }
 
 static bool is_f32_path(qmm_strategy s) {
@@ -279,7 +281,9 @@ static int64_t k_of(qmm_type t, int which) {
  * Tests
  * ------------------------------------------------------------------------------------- */
 
-/* Dequantization on the device equals the CPU's bit for bit (NaN == NaN), on random bytes. */
+/* Dequantization on the device equals the CPU's bit for bit (NaN == NaN), on random bytes:
+ * the dequantize kernel (qmm_cuda_part: gemv's decoders, the fast ones of codebook16.cuh
+ * included) and, for unit-codec types, the same kernel through the generic codec decoder. */
 static void test_dequantize_bit_exact(void **state) {
     (void)state;
     tu_rng r = tu_rng_make(11);
@@ -299,17 +303,23 @@ static void test_dequantize_bit_exact(void **state) {
         QMM_OK_(qmm_buffer_alloc(ctx, bytes, &dsrc));
         QMM_OK_(qmm_buffer_alloc(ctx, (size_t)(m * k) * sizeof(float), &ddst));
         QMM_OK_(qmm_buffer_upload(ctx, dsrc, src, bytes));
-        CUDA_OK(qmm_cuda_dequantize(t, dsrc, rb, m, k, ddst, 0));
-        CUDA_OK(cudaDeviceSynchronize());
-        QMM_OK_(qmm_buffer_download(ctx, gpu, ddst, (size_t)(m * k) * sizeof(float)));
-        for (int64_t i = 0; i < m * k; i++) {
-            uint32_t a, b;
-            memcpy(&a, &cpu[i], 4);
-            memcpy(&b, &gpu[i], 4);
-            const bool both_nan = cpu[i] != cpu[i] && gpu[i] != gpu[i];
-            if (a != b && !both_nan)
-                fail_msg("dequantize %s: element %lld (row %lld) cpu 0x%08x gpu 0x%08x", qmm_type_name(t),
-                         (long long)i, (long long)(i / k), a, b);
+        for (int path = 0; path < 2; path++) {
+            if (path == 0) {
+                CUDA_OK(qmm_cuda_dequantize(t, dsrc, rb, m, k, ddst, 0));
+            } else if (qmm_cuda_dequantize_codec(t, dsrc, rb, m, k, ddst, 0) == cudaErrorInvalidValue) {
+                continue; /* not a unit-codec type */
+            }
+            CUDA_OK(cudaDeviceSynchronize());
+            QMM_OK_(qmm_buffer_download(ctx, gpu, ddst, (size_t)(m * k) * sizeof(float)));
+            for (int64_t i = 0; i < m * k; i++) {
+                uint32_t a, b;
+                memcpy(&a, &cpu[i], 4);
+                memcpy(&b, &gpu[i], 4);
+                const bool both_nan = cpu[i] != cpu[i] && gpu[i] != gpu[i];
+                if (a != b && !both_nan)
+                    fail_msg("dequantize %s%s: element %lld (row %lld) cpu 0x%08x gpu 0x%08x", qmm_type_name(t),
+                             path ? " (codec decoder)" : "", (long long)i, (long long)(i / k), a, b);
+            }
         }
         qmm_buffer_free(ctx, dsrc);
         qmm_buffer_free(ctx, ddst);
@@ -424,7 +434,7 @@ static void test_matmul_lfm(void **state) {
             problem_free(&p);
         }
     }
-    print_message("test_matmul_lfm: %d checked runs (13 types x 5 shapes x 6 n)\n", runs);
+    print_message("test_matmul_lfm: %d checked runs (%d types x 5 shapes x 6 n)\n", runs, (int)N_TYPES);
     qmm_context_free(ctx);
 }
 
@@ -932,7 +942,7 @@ static void test_int8_large_activations(void **state) {
     tu_rng r = tu_rng_make(111);
     qmm_context *ctx = cuda_context(0, NULL);
     for (size_t ti = 0; ti < N_TYPES; ti++) {
-        if (qmm_type_block_size(k_types[ti]) == 1) continue;
+        if (!qmm_cuda_int8_has_type(k_types[ti])) continue;
         problem p;
         problem_make(&p, k_types[ti], 70, k_of(k_types[ti], 1), 17, &r);
         for (int64_t j = 0; j < p.n_max; j++) {
@@ -1032,7 +1042,7 @@ static void test_int8_identity_probe(void **state) {
     qmm_context *ctx = cuda_context(0, NULL);
     for (size_t ti = 0; ti < N_TYPES; ti++) {
         const qmm_type t = k_types[ti];
-        if (qmm_type_block_size(t) == 1) continue;
+        if (!qmm_cuda_int8_has_type(t)) continue;
         const int64_t m = 67, k = k_of(t, 1), n = k;
         problem p;
         problem_make(&p, t, m, k, 1, &r);
@@ -1090,6 +1100,11 @@ int main(void) {
         cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess)
         g_fp8 = 10 * major + minor >= 89;
     printf("test_cuda: device sm_%d%d, fp8 %s\n", major, minor, g_fp8 ? "tested" : "must be refused");
+    for (int t = 0; t < QMM_TYPE_COUNT; t++)
+        if (qmm_type_is_supported(t) && qmm_type_is_weight((qmm_type)t)) k_types[N_TYPES++] = (qmm_type)t;
+    printf("test_cuda: %d weight types:", (int)N_TYPES);
+    for (size_t i = 0; i < N_TYPES; i++) printf(" %s", qmm_type_name(k_types[i]));
+    printf("\n");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dequantize_bit_exact),
         cmocka_unit_test(test_bad_input),

@@ -27,7 +27,10 @@ extern "C" __device__ const int qmm_candidate_geometry[][2] = {{8, 256}, {4, 128
 constexpr int kChunk = 1024; /* elements of X per token per staging: a multiple of 32 units */
 
 /* Bits 0..4 of the chunk offset XORed with the bits that tell a step's 32 units apart, so the
- * 32 lanes of a step read 32 different banks (production's layout before gemv_pos). */
+ * 32 lanes of a step read 32 different banks (production's layout before gemv_pos). Every
+ * case permutes elements within aligned groups of 4 to 32, so it is correct for any type
+ * (a layout moves no product): the default (q2_K, q3_K, q6_K and every unit-codec type)
+ * only costs bank conflicts where it does not fit the type's units. */
 template <int T> __device__ __forceinline__ int swizzle(int e) {
     switch (T) {
     case QMM_TYPE_F32:

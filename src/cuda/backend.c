@@ -279,6 +279,13 @@ static qmm_status weights_setup(qmm_cuda_context *c, qmm_weights *w, qmm_cuda_we
 }
 
 static qmm_status cuda_weights_init(qmm_context *ctx, qmm_weights *w, const void *data, size_t row_stride) {
+    /* Every kernel reads the type's device descriptor (dequant.cuh): it must exist and agree
+     * with the type table (a unit-codec type's block size is also QMM_QK_<name>, blocks.h). */
+    if (!qmm_cuda_type_check(w->type, qmm_type_block_size(w->type), qmm_type_block_bytes(w->type)))
+        return qmm_error(QMM_ERR_INTERNAL, "CUDA backend: no device descriptor for type %s, or its "
+                         "block size / bytes differ from the type table's (%lld elements, %zu bytes)",
+                         qmm_type_name(w->type), (long long)qmm_type_block_size(w->type),
+                         qmm_type_block_bytes(w->type));
     qmm_cuda_weights *cw = calloc(1, sizeof *cw);
     if (cw == NULL) return qmm_error(QMM_ERR_OUT_OF_MEMORY, "CUDA backend: out of host memory");
     qmm_status st = weights_setup(cctx(ctx), w, cw, data, row_stride);
@@ -371,9 +378,11 @@ static qmm_status cuda_resolve(const qmm_context *ctx, const qmm_weights *w, int
         return QMM_OK;
     case QMM_STRATEGY_INT8: /* batch-invariant: allowed with the flag */
         if (!qmm_cuda_int8_has_type(w->type))
-            return qmm_error(QMM_ERR_UNSUPPORTED, "strategy int8: %s weights have no integer quants "
-                             "to repack (the CUDA int8 strategy takes q4_0, q4_1, q5_0, q5_1, q8_0, "
-                             "q2_K, q3_K, q4_K, q5_K, q6_K); use fused or cached_f16", tname);
+            return qmm_error(QMM_ERR_UNSUPPORTED, "strategy int8: the CUDA int8 strategy has no "
+                             "repacker for %s weights (it repacks the legacy and K-quant types, whose "
+                             "values are integer quants times a sub-block scale: q4_0, q4_1, q5_0, "
+                             "q5_1, q8_0, q2_K, q3_K, q4_K, q5_K, q6_K); use gemv, fused or cached_f16",
+                             tname);
         if (cw->i8_q == NULL)
             return qmm_error(QMM_ERR_UNSUPPORTED, "strategy int8: the int8 copy of these %s weights "
                              "(m=%lld, k=%lld) was skipped: out of device memory when they were "

@@ -87,10 +87,20 @@ typedef struct qmm_cuda_weights {
     bool i8_oom;     /* the int8 copy's cudaMalloc ran out of memory: int8 refused */
 } qmm_cuda_weights;
 
+/* True if the CUDA kernels have a descriptor for `type` (qmm_cuda_type, dequant.cuh) whose
+ * block size and bytes are these (the type table's): checked at weights creation. */
+bool qmm_cuda_type_check(int type, int64_t block_size, size_t block_bytes);
+
 /* dst[r*k + e] = element e of row r (row r at src + r*row_bytes), bit-identical to the CPU's
  * qmm_dequantize_row_* (m rows of k elements, device memory). */
 cudaError_t qmm_cuda_dequantize(int type, const void *src, size_t row_bytes, int64_t m,
                                 int64_t k, float *dst, cudaStream_t stream);
+
+/* Test aid: the same through the unit codec's generic decoder (qmm_unit_<name>, 8-element
+ * units) even for a type with a fast decoder (codebook16.cuh), so that both are checked
+ * against the CPU. cudaErrorInvalidValue for a type that is not a unit-codec type. */
+cudaError_t qmm_cuda_dequantize_codec(int type, const void *src, size_t row_bytes, int64_t m,
+                                      int64_t k, float *dst, cudaStream_t stream);
 
 /* dst = f32 -> f16 (round to nearest even) of count floats; *flag |= 1 if any source value is
  * non-finite or rounds beyond the f16 range (|x| >= 65520). *flag is not reset here. dst may
@@ -132,7 +142,8 @@ cudaError_t qmm_cuda_fp8_epilogue(const float *d, int64_t ldd, const float *sw, 
 
 /* ---- int8 strategy (int8.cu; layouts and rules at the top of that file, docs/CUDA.md) ---- */
 
-/* True for the types the int8 strategy repacks (q4_0, q4_1, q5_0, q5_1, q8_0, q2_K..q6_K). */
+/* True for the types the int8 strategy repacks (q4_0, q4_1, q5_0, q5_1, q8_0, q2_K..q6_K:
+ * the descriptors' int8 flag). */
 bool qmm_cuda_int8_has_type(int type);
 /* Sub-block size G of the repacked scales: 16 for q2_K, q3_K, q6_K, else 32. */
 int qmm_cuda_int8_sub_block(int type);

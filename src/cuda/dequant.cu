@@ -2,6 +2,8 @@
  * dequant.cu — element-wise kernels: W dequantized to f32 (bit-identical to the CPU),
  * f32 -> f16 conversions with an overflow flag, and the test aid qmm_cuda_delayed_copy.
  * All are grid-stride loops over 64-bit indices (any m*k), launched on the given stream.
+ * Every type with a descriptor (dequant.cuh: the float, legacy and K-quant types and every
+ * row of QMM_UNIT_TYPES) is dequantized by its unit decoder qmm_cuda_part<T>.
  * The f16 conversions (x_to_f16 per call on the cached_f16 path, f32_to_f16 at weight
  * creation) move quads of 4 elements per thread: one 16-byte load and one 8-byte store when
  * the pointers allow it, else 4 scalar accesses; x_to_f16 indexes rows by blockIdx.y, so no
@@ -42,6 +44,32 @@ template <int T> struct DequantizeLaunch {
     static void run(const void *src, size_t row_bytes, int64_t m, int64_t k, float *dst, cudaStream_t s) {
         dequantize_kernel<T><<<(unsigned)blocks_for(m * qmm_cuda_part<T>::units(k)), kThreads, 0, s>>>(
             (const uint8_t *)src, row_bytes, m, k, dst);
+    }
+};
+
+/* The test aid's kernel: unit-codec types through their codec (qmm_cuda_part_unit). */
+template <int T>
+__global__ void dequantize_codec_kernel(const uint8_t *src, size_t row_bytes, int64_t m, int64_t k, float *dst) {
+    typedef qmm_cuda_part_unit<T> P;
+    const int64_t units = P::units(k), total = m * units;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t r = i / units, u = i % units;
+        float *out = dst + r * k;
+        P::decode(src + r * row_bytes, u, k, [&](int64_t e, float w) { out[e] = w; });
+    }
+}
+
+template <int T> struct DequantizeCodecLaunch {
+    static void run(const void *src, size_t row_bytes, int64_t m, int64_t k, float *dst, cudaStream_t s,
+                    bool *refused) {
+        if constexpr (!qmm_cuda_type<T>::unit_codec) {
+            *refused = true;
+        } else {
+            *refused = false;
+            dequantize_codec_kernel<T><<<(unsigned)blocks_for(m * qmm_cuda_part_unit<T>::units(k)), kThreads, 0, s>>>(
+                (const uint8_t *)src, row_bytes, m, k, dst);
+        }
     }
 };
 
@@ -128,6 +156,19 @@ extern "C" cudaError_t qmm_cuda_dequantize(int type, const void *src, size_t row
     if (!qmm_cuda_dispatch_type<DequantizeLaunch>(type, src, row_bytes, m, k, dst, stream))
         return cudaErrorInvalidValue;
     return cudaGetLastError();
+}
+
+extern "C" cudaError_t qmm_cuda_dequantize_codec(int type, const void *src, size_t row_bytes, int64_t m,
+                                                 int64_t k, float *dst, cudaStream_t stream) {
+    bool refused = true;
+    if (!qmm_cuda_dispatch_type<DequantizeCodecLaunch>(type, src, row_bytes, m, k, dst, stream, &refused) || refused)
+        return cudaErrorInvalidValue;
+    return cudaGetLastError();
+}
+
+extern "C" bool qmm_cuda_type_check(int type, int64_t block_size, size_t block_bytes) {
+    qmm_cuda_type_facts f;
+    return qmm_cuda_type_facts_get(type, &f) && f.qk == block_size && (size_t)f.bytes == block_bytes;
 }
 
 extern "C" cudaError_t qmm_cuda_f32_to_f16(const float *src, int64_t count, uint16_t *dst, int *flag,

@@ -9,8 +9,14 @@
  * value for every finite and infinite input, and an exact two-instruction int-to-float for
  * small quants). Layout facts: ggml's ggml-common.h / ggml-quants.c (dequantize_row_*).
  *
- * Alignment: rows are stored at even byte offsets (every block size is even), so 16-bit loads
- * of d/dmin are aligned; everything else is read byte by byte.
+ * The float, legacy and K-quant types have their own decoders here; the unit-codec types
+ * (formats/type_list.h) get theirs generated from the shared codecs (section "Unit-codec
+ * types"), and every type has a descriptor qmm_cuda_type<T> that the kernels read (section
+ * "The device-side type descriptor").
+ *
+ * Alignment: blocks of the legacy and K-quant types have even sizes, so their rows sit at
+ * even byte offsets and 16-bit loads of d/dmin are aligned; everything else is read byte by
+ * byte (unit codecs read every block byte by byte: a block may be 17 bytes long).
  */
 #ifndef QMM_CUDA_DEQUANT_CUH
 #define QMM_CUDA_DEQUANT_CUH
@@ -19,6 +25,7 @@
 #include <stdint.h>
 
 #include "formats/blocks.h"
+#include "formats/type_list.h"
 #include "qmm.h"
 
 /* binary16 bits -> float32, exact; NaN made quiet with sign and payload kept (fp16.h). */
@@ -194,23 +201,9 @@ template <> __device__ __forceinline__ float qmm_cuda_dequant<QMM_TYPE_Q6_K>(con
 }
 
 /* ---------------------------------------------------------------------------------------
- * Block sizes.
- * ------------------------------------------------------------------------------------- */
-
-/* Elements per quant block of type T (1 for the float types). */
-template <int T> struct qmm_cuda_qk { static constexpr int v = 32; };
-template <> struct qmm_cuda_qk<QMM_TYPE_F32> { static constexpr int v = 1; };
-template <> struct qmm_cuda_qk<QMM_TYPE_F16> { static constexpr int v = 1; };
-template <> struct qmm_cuda_qk<QMM_TYPE_BF16> { static constexpr int v = 1; };
-template <> struct qmm_cuda_qk<QMM_TYPE_Q2_K> { static constexpr int v = QK_K; };
-template <> struct qmm_cuda_qk<QMM_TYPE_Q3_K> { static constexpr int v = QK_K; };
-template <> struct qmm_cuda_qk<QMM_TYPE_Q4_K> { static constexpr int v = QK_K; };
-template <> struct qmm_cuda_qk<QMM_TYPE_Q5_K> { static constexpr int v = QK_K; };
-template <> struct qmm_cuda_qk<QMM_TYPE_Q6_K> { static constexpr int v = QK_K; };
-
-/* ---------------------------------------------------------------------------------------
  * Block parts: a row is cut into units of whole-register work for one thread (used by gemv
- * and by the dequantize kernel of dequant.cu; fused decodes through qmm_cuda_dequant).
+ * and by the dequantize kernel of dequant.cu; fused decodes through qmm_cuda_dequant and
+ * qmm_cuda_group8).
  *
  * qmm_cuda_part<T>::units(k) is the number of units of a row of k elements;
  * qmm_cuda_part<T>::decode(row, u, k, f) loads the bytes of unit u with the widest loads the
@@ -221,7 +214,8 @@ template <> struct qmm_cuda_qk<QMM_TYPE_Q6_K> { static constexpr int v = QK_K; }
  * qmm_cuda_dequant<T> and src/formats/ (bit-identical; test_dequantize_bit_exact runs the
  * dequantize kernel, which is built on these). Units of one block are consecutive, so
  * consecutive threads read consecutive bytes. Float types: units of 4 elements, the last
- * one cut at k.
+ * one cut at k. Unit-codec types: units of QMM_UNIT elements through the codec, or 16
+ * (codebook16.cuh).
  * ------------------------------------------------------------------------------------- */
 
 /* 4 bytes at an address that is only 2-byte aligned (little-endian). */
@@ -432,8 +426,195 @@ template <> struct qmm_cuda_part<QMM_TYPE_Q6_K> {
     }
 };
 
-/* Calls F<T>::run(args...) for the weight type `type`; returns false for an unknown type. */
+/* ---------------------------------------------------------------------------------------
+ * Unit-codec types (formats/type_list.h): every row of QMM_UNIT_TYPES gets, with no edit
+ * here, the element decoder qmm_cuda_dequant<T>, the unit decoder qmm_cuda_part<T> and the
+ * descriptor qmm_cuda_type<T> below, all from the shared device decoder qmm_unit_<name>
+ * (formats/codec.h; QMM_TABLE tables read from their device copy). A type with a fast
+ * decoder (codebook16.cuh) takes that as its qmm_cuda_part instead.
+ * ------------------------------------------------------------------------------------- */
+
+/* Block size, bytes and unit decoder of unit-codec type T (QMM_UNIT consecutive elements,
+ * unit u of a block = elements QMM_UNIT*u ..). */
+template <int T> struct qmm_cuda_unit_codec;
+#define QMM_CUDA_UNIT_CODEC(E, nm)                                                               \
+    template <> struct qmm_cuda_unit_codec<QMM_TYPE_##E> {                                       \
+        static constexpr int qk = QMM_QK_##nm, bytes = (int)sizeof(block_##nm);                   \
+        static_assert(qk % QMM_UNIT == 0 && (qk & (qk - 1)) == 0, #nm ": whole units, a power of two per block"); \
+        static __device__ __forceinline__ void unit(const uint8_t *b, int u, float *out) { qmm_unit_##nm(b, u, out); } \
+    };
+QMM_UNIT_TYPES(QMM_CUDA_UNIT_CODEC)
+#undef QMM_CUDA_UNIT_CODEC
+
+/* Element e of a row of unit-codec type T: the unit holding it decoded, the element picked
+ * by selects (registers, not a local array). For the candidate kernels and fused's tails;
+ * fused's groups call the codec once per 8 elements (qmm_cuda_group8). */
+template <int T> __device__ __forceinline__ float qmm_cuda_unit_element(const uint8_t *row, int64_t e) {
+    typedef qmm_cuda_unit_codec<T> C;
+    const uint64_t i = (uint64_t)e % C::qk;
+    float out[QMM_UNIT];
+    C::unit(row + (uint64_t)e / C::qk * C::bytes, (int)(i / QMM_UNIT), out);
+    float v = out[0];
+#pragma unroll
+    for (int j = 1; j < QMM_UNIT; j++) v = (int)(i % QMM_UNIT) == j ? out[j] : v;
+    return v;
+}
+#define QMM_CUDA_UNIT_DEQUANT(E, nm)                                                            \
+    template <> __device__ __forceinline__ float qmm_cuda_dequant<QMM_TYPE_##E>(const uint8_t *row, int64_t e) { \
+        return qmm_cuda_unit_element<QMM_TYPE_##E>(row, e);                                      \
+    }
+QMM_UNIT_TYPES(QMM_CUDA_UNIT_DEQUANT)
+#undef QMM_CUDA_UNIT_DEQUANT
+
+/* Generic unit decoder of a unit-codec type: units of QMM_UNIT elements, unit u = unit
+ * u % (qk / QMM_UNIT) of block u / (qk / QMM_UNIT), decoded by the codec (byte loads, the
+ * codec's own float operations), f called for its elements in order. */
+template <int T> struct qmm_cuda_part_unit {
+    typedef qmm_cuda_unit_codec<T> C;
+    static constexpr int kUnit = QMM_UNIT, kUnits = C::qk / QMM_UNIT;
+    static __host__ __device__ __forceinline__ int64_t units(int64_t k) { return k / kUnit; }
+    template <class F> static __device__ __forceinline__ void decode(const uint8_t *row, int64_t u, int64_t, F f) {
+        float out[QMM_UNIT];
+        C::unit(row + (uint64_t)u / kUnits * C::bytes, (int)((uint64_t)u % kUnits), out);
+        const int64_t e0 = u * kUnit;
+#pragma unroll
+        for (int j = 0; j < QMM_UNIT; j++) f(e0 + j, out[j]);
+    }
+};
+
+#include "cuda/codebook16.cuh"
+
+template <bool B, class X, class Y> struct qmm_cuda_pick { typedef X type; };
+template <class X, class Y> struct qmm_cuda_pick<false, X, Y> { typedef Y type; };
+
+#define QMM_CUDA_UNIT_PART(E, nm)                                                               \
+    template <> struct qmm_cuda_part<QMM_TYPE_##E>                                               \
+        : qmm_cuda_pick<qmm_cuda_cb16<QMM_TYPE_##E>::fast, qmm_cuda_part_cb16<QMM_TYPE_##E>,      \
+                        qmm_cuda_part_unit<QMM_TYPE_##E>>::type {};
+QMM_UNIT_TYPES(QMM_CUDA_UNIT_PART)
+#undef QMM_CUDA_UNIT_PART
+
+/* ---------------------------------------------------------------------------------------
+ * The device-side type descriptor: qmm_cuda_type<T>, one per weight type, is everything the
+ * kernels know about T (dequantize, gemv, fused, int8 read only this and the decoders it
+ * names). A type without one does not compile into any kernel; qmm_cuda_dispatch_type
+ * below reaches exactly the types that have one.
+ *   qk, bytes      elements and bytes per block (qk = 1: the float types, bytes per element)
+ *   part           the unit decoder qmm_cuda_part<T> (gemv, the dequantize kernel)
+ *   unit, map      elements per unit of part; the lane map of part's units (gemv_pos):
+ *                  map::lane(e), map::call(e): element e of a 32-unit warp step is call c
+ *                  of unit `lane` (mod 32) of the step
+ *   quad_row       floats per quad row of gemv's quad-major X layout (a pad chosen so that
+ *                  the staging stores are free of bank conflicts for this map)
+ *   gemv_unroll1   gemv warp steps unrolled at one token (measured for q4_0 and q8_0)
+ *   unit_codec     elements come from a unit codec (qmm_cuda_unit_codec<T>)
+ *   int8, int8_sub_block, int8_min
+ *                  whether the int8 strategy repacks T (the legacy and K-quant types; it
+ *                  has a repacker per type, int8.cu), its sub-block of one scale and
+ *                  whether a min term follows
+ * The element decoder of T is qmm_cuda_dequant<T>; fused's group decoder qmm_cuda_group8<T>.
+ * ------------------------------------------------------------------------------------- */
+
+/* Lane maps of the decoders above (the layouts are in each decoder's comment). */
+struct qmm_cuda_map_float { /* f32, f16, bf16: unit = 4 consecutive elements */
+    static __host__ __device__ __forceinline__ int lane(int e) { return e >> 2; }
+    static __host__ __device__ __forceinline__ int call(int e) { return e & 3; }
+};
+struct qmm_cuda_map_legacy4 { /* q4_0 .. q5_1: element 32b + 16half + 4i + j is call 4half + j of unit 4b + i */
+    static __host__ __device__ __forceinline__ int lane(int e) { return 4 * (e >> 5) + ((e >> 2) & 3); }
+    static __host__ __device__ __forceinline__ int call(int e) { return 4 * ((e >> 4) & 1) + (e & 3); }
+};
+struct qmm_cuda_map_q8_0 { /* element 32b + 8i + j is call j of unit 4b + i */
+    static __host__ __device__ __forceinline__ int lane(int e) { return 4 * (e >> 5) + ((e >> 3) & 3); }
+    static __host__ __device__ __forceinline__ int call(int e) { return e & 7; }
+};
+struct qmm_cuda_map_k32 { /* q4_K, q5_K: element 256sb + 64c2 + 32s + 16half + j is call 16s + j of unit 8sb + 2c2 + half */
+    static __host__ __device__ __forceinline__ int lane(int e) { return 8 * (e >> 8) + 2 * ((e >> 6) & 3) + ((e >> 4) & 1); }
+    static __host__ __device__ __forceinline__ int call(int e) { return 16 * ((e >> 5) & 1) + (e & 15); }
+};
+struct qmm_cuda_map_k16 { /* q2_K, q3_K, q6_K: element 256sb + 128h + 32p + 4c4 + j is call 4p + j of unit 16sb + 8h + c4 */
+    static __host__ __device__ __forceinline__ int lane(int e) { return 16 * (e >> 8) + 8 * ((e >> 7) & 1) + ((e >> 2) & 7); }
+    static __host__ __device__ __forceinline__ int call(int e) { return 4 * ((e >> 5) & 3) + (e & 3); }
+};
+struct qmm_cuda_map_unit8 { /* generic unit codecs: unit = QMM_UNIT consecutive elements */
+    static __host__ __device__ __forceinline__ int lane(int e) { return e >> 3; }
+    static __host__ __device__ __forceinline__ int call(int e) { return e & 7; }
+};
+
+template <int T> struct qmm_cuda_type; /* no definition: an unknown type is a compile error */
+
+template <int T, int QK, int BYTES, class MAP, int UNIT, int QUAD_ROW, int UNROLL1, bool UC, int I8G, bool I8MIN>
+struct qmm_cuda_type_base {
+    static constexpr int qk = QK, bytes = BYTES, unit = UNIT, quad_row = QUAD_ROW, gemv_unroll1 = UNROLL1;
+    typedef MAP map;
+    typedef qmm_cuda_part<T> part;
+    static constexpr bool unit_codec = UC, int8 = I8G != 0, int8_min = I8MIN;
+    static constexpr int int8_sub_block = I8G;
+    static_assert(UNIT % 4 == 0 && UNIT <= 32, "gemv: whole quads, at most 32 elements per unit");
+    static_assert(QUAD_ROW % 4 == 0 && QUAD_ROW >= 128, "gemv: 32 float4 per quad row, 16-byte aligned");
+};
+
+/* The legacy and K-quant types and the float types: their own decoders above. Quad rows
+ * (gemv.cu): 144 is conflict-free for the float, legacy, q8_0 and 16-element K maps, 136 for
+ * q4_K/q5_K (enumerated over the banks of the staging stores). */
+#define QMM_CUDA_TYPE(T, QK, BYTES, MAP, UNIT, QUAD_ROW, UNROLL1, I8G, I8MIN)                     \
+    template <> struct qmm_cuda_type<T>                                                          \
+        : qmm_cuda_type_base<T, QK, BYTES, MAP, UNIT, QUAD_ROW, UNROLL1, false, I8G, I8MIN> {};
+/*            type           qk     bytes                       map                   unit quad unroll1 int8 G, min */
+QMM_CUDA_TYPE(QMM_TYPE_F32,  1,     4,                          qmm_cuda_map_float,   4,   144, 1,      0,  false)
+QMM_CUDA_TYPE(QMM_TYPE_F16,  1,     2,                          qmm_cuda_map_float,   4,   144, 1,      0,  false)
+QMM_CUDA_TYPE(QMM_TYPE_BF16, 1,     2,                          qmm_cuda_map_float,   4,   144, 1,      0,  false)
+QMM_CUDA_TYPE(QMM_TYPE_Q4_0, QK4_0, (int)sizeof(block_q4_0),   qmm_cuda_map_legacy4, 8,   144, 4,      32, false)
+QMM_CUDA_TYPE(QMM_TYPE_Q4_1, QK4_1, (int)sizeof(block_q4_1),   qmm_cuda_map_legacy4, 8,   144, 2,      32, true)
+QMM_CUDA_TYPE(QMM_TYPE_Q5_0, QK5_0, (int)sizeof(block_q5_0),   qmm_cuda_map_legacy4, 8,   144, 2,      32, false)
+QMM_CUDA_TYPE(QMM_TYPE_Q5_1, QK5_1, (int)sizeof(block_q5_1),   qmm_cuda_map_legacy4, 8,   144, 2,      32, true)
+QMM_CUDA_TYPE(QMM_TYPE_Q8_0, QK8_0, (int)sizeof(block_q8_0),   qmm_cuda_map_q8_0,    8,   144, 4,      32, false)
+QMM_CUDA_TYPE(QMM_TYPE_Q2_K, QK_K,  (int)sizeof(block_q2_K),   qmm_cuda_map_k16,     16,  144, 2,      16, true)
+QMM_CUDA_TYPE(QMM_TYPE_Q3_K, QK_K,  (int)sizeof(block_q3_K),   qmm_cuda_map_k16,     16,  144, 2,      16, false)
+QMM_CUDA_TYPE(QMM_TYPE_Q4_K, QK_K,  (int)sizeof(block_q4_K),   qmm_cuda_map_k32,     32,  136, 2,      32, true)
+QMM_CUDA_TYPE(QMM_TYPE_Q5_K, QK_K,  (int)sizeof(block_q5_K),   qmm_cuda_map_k32,     32,  136, 2,      32, true)
+QMM_CUDA_TYPE(QMM_TYPE_Q6_K, QK_K,  (int)sizeof(block_q6_K),   qmm_cuda_map_k16,     16,  144, 2,      16, false)
+#undef QMM_CUDA_TYPE
+
+/* Unit-codec types: the generic decoder (8-element units, map unit8, quad rows of 144 as
+ * q8_0's identical map) or the fast one of codebook16.cuh (16-element units, quad rows of
+ * 136, conflict-free for both of its maps). No int8 repacker. */
+template <int T, bool FAST = qmm_cuda_cb16<T>::fast> struct qmm_cuda_unit_type
+    : qmm_cuda_type_base<T, qmm_cuda_unit_codec<T>::qk, qmm_cuda_unit_codec<T>::bytes, qmm_cuda_map_unit8,
+                         QMM_UNIT, 144, 2, true, 0, false> {};
+template <int T> struct qmm_cuda_unit_type<T, true>
+    : qmm_cuda_type_base<T, qmm_cuda_unit_codec<T>::qk, qmm_cuda_unit_codec<T>::bytes,
+                         typename qmm_cuda_cb16<T>::map, 16, 136, 2, true, 0, false> {
+    static_assert(qmm_cuda_cb16<T>::qk == qmm_cuda_unit_codec<T>::qk &&
+                      qmm_cuda_cb16<T>::bytes == qmm_cuda_unit_codec<T>::bytes,
+                  "the fast decoder's block is the codec's");
+};
+#define QMM_CUDA_UNIT_TYPE(E, nm) template <> struct qmm_cuda_type<QMM_TYPE_##E> : qmm_cuda_unit_type<QMM_TYPE_##E> {};
+QMM_UNIT_TYPES(QMM_CUDA_UNIT_TYPE)
+#undef QMM_CUDA_UNIT_TYPE
+
+/* Elements i0 .. i0+7 (i0 a multiple of 8, inside one block) of the block at blk into v:
+ * fused's group decode. Unit codecs: one codec call; the other types: the element decoder 8
+ * times with indices the compiler sees stay in one block (so the 8 calls share the block's
+ * loads and scale decode). */
+template <int T> __device__ __forceinline__ void qmm_cuda_group8(const uint8_t *blk, unsigned i0, float (&v)[8]) {
+    if constexpr (qmm_cuda_type<T>::unit_codec) {
+        static_assert(QMM_UNIT == 8, "one unit per group");
+        qmm_cuda_unit_codec<T>::unit(blk, (int)(i0 / QMM_UNIT), v);
+    } else {
+#pragma unroll
+        for (int j = 0; j < 8; j++) v[j] = qmm_cuda_dequant<T>(blk, (int64_t)(i0 | (unsigned)j));
+    }
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Dispatch
+ * ------------------------------------------------------------------------------------- */
+
+/* Calls F<T>::run(args...) for the weight type `type`; returns false for a type without a
+ * descriptor. Cases: the float, legacy and K-quant types, then every row of QMM_UNIT_TYPES. */
 #define QMM_CUDA_TYPE_CASE(T) case T: F<T>::run(args...); return true;
+#define QMM_CUDA_UNIT_CASE(E, nm) QMM_CUDA_TYPE_CASE(QMM_TYPE_##E)
 template <template <int> class F, typename... A> bool qmm_cuda_dispatch_type(int type, A... args) {
     switch (type) {
         QMM_CUDA_TYPE_CASE(QMM_TYPE_F32)
@@ -449,9 +630,33 @@ template <template <int> class F, typename... A> bool qmm_cuda_dispatch_type(int
         QMM_CUDA_TYPE_CASE(QMM_TYPE_Q4_K)
         QMM_CUDA_TYPE_CASE(QMM_TYPE_Q5_K)
         QMM_CUDA_TYPE_CASE(QMM_TYPE_Q6_K)
+        QMM_UNIT_TYPES(QMM_CUDA_UNIT_CASE)
     default: return false;
     }
 }
+#undef QMM_CUDA_UNIT_CASE
 #undef QMM_CUDA_TYPE_CASE
+
+/* Host-side facts of a type's descriptor (for checks against the type table and the int8
+ * strategy's choices), through the dispatch. */
+struct qmm_cuda_type_facts {
+    int qk, bytes;
+    bool int8, int8_min;
+    int int8_sub_block;
+};
+template <int T> struct qmm_cuda_type_facts_of {
+    static void run(qmm_cuda_type_facts *f) {
+        typedef qmm_cuda_type<T> D;
+        f->qk = D::qk;
+        f->bytes = D::bytes;
+        f->int8 = D::int8;
+        f->int8_min = D::int8_min;
+        f->int8_sub_block = D::int8_sub_block;
+    }
+};
+/* True and *f filled for a type with a descriptor; false otherwise. */
+static inline bool qmm_cuda_type_facts_get(int type, qmm_cuda_type_facts *f) {
+    return qmm_cuda_dispatch_type<qmm_cuda_type_facts_of>(type, f);
+}
 
 #endif /* QMM_CUDA_DEQUANT_CUH */

@@ -9,14 +9,17 @@
  * - Raw copy (cp.async, 16-byte, STAGES = 3 deep): the packed bytes of W's rows, as whole
  *   quant blocks ("chunks" of KSW elements: the 256-element super-block for K-quants, which
  *   then serves 8 steps, so its scales arrive once; one 32-element block for the legacy
- *   types; 32 elements for the float types), copied from the 16-byte-aligned address at or
- *   below the row's chunk start, so every row (any row_bytes, 2-byte aligned) is copied with
- *   16-byte transfers; the offset (0..15) is kept and added when decoding. X's 128 x 32 f32
+ *   types; 32 elements for the float types; one block of a unit-codec type, 32, 64 or 256
+ *   elements), copied from the 16-byte-aligned address at or below the row's chunk start,
+ *   so every row (any row_bytes, any alignment: rows of 17-byte blocks may start at odd bytes) is
+ *   copied with 16-byte transfers; the offset (0..15) is kept and added when decoding. Block
+ *   size and bytes come from the type's descriptor (qmm_cuda_type, dequant.cuh). X's 128 x 32 f32
  *   tile is copied the same way (cp.async zero-fills tokens >= n and elements >= k).
  * - Decode: each thread decodes one group of 8 consecutive elements of one row (a group never
  *   crosses a scale: every scale covers >= 16 elements) from shared memory with the production
- *   decoder qmm_cuda_dequant<T> (exact f32; the 8 calls share the block address, d/dmin and
- *   the scale decode, which the compiler computes once), rounds each value once to f16 and
+ *   decoder qmm_cuda_group8<T> (exact f32: qmm_cuda_dequant<T> 8 times, the calls sharing the
+ *   block address, d/dmin and the scale decode, which the compiler computes once; for a
+ *   unit-codec type one call of its codec, a group being one unit), rounds each value once to f16 and
  *   writes the 8 halves with one 16-byte store into the f16 W tile (rows padded to 40 halves
  *   = 80 bytes so that ldmatrix's 8 row addresses fall in 8 different bank groups).
  * - MMA: A fragments by ldmatrix.x4 from the W tile; B fragments straight from the f32 X tile
@@ -27,7 +30,8 @@
  *   rewritten; (2) after the decode, before the MMAs. Chunk c of W lives in raw slot
  *   c % WSLOTS: WSLOTS = 3 when a chunk is one step (the slot rewritten at step s was last read
  *   at step s-1), 2 for K-quants (a chunk is 8 steps; the chunk loaded at step s replaces the
- *   one that ended at least 6 steps earlier).
+ *   one that ended at least 6 steps earlier) and for 64-element blocks (2 steps: the
+ *   replaced chunk ended at step s - 1).
  * Fallbacks kept exact: a 16-byte piece of W that is not entirely inside [w, w + m*row_bytes)
  * is copied byte by byte (only what is inside); X that is not 16-byte aligned (base or ldx)
  * is copied with 4-byte cp.async.
@@ -61,35 +65,21 @@ constexpr int kGroup = 8;      /* W elements a thread decodes per step */
 static_assert(kBM * kBK == kThreads * kGroup, "one group of W a thread per step");
 static_assert(kBN * kBK / 4 % kThreads == 0, "X pieces per thread");
 
-/* Bytes per block and elements per block of type T. */
-template <int T> struct FusedFmt;
-#define QMM_FUSED_FMT(T, QK, BB) template <> struct FusedFmt<T> { static constexpr int qk = QK, bytes = BB; };
-QMM_FUSED_FMT(QMM_TYPE_F32, 1, 4)
-QMM_FUSED_FMT(QMM_TYPE_F16, 1, 2)
-QMM_FUSED_FMT(QMM_TYPE_BF16, 1, 2)
-QMM_FUSED_FMT(QMM_TYPE_Q4_0, QK4_0, (int)sizeof(block_q4_0))
-QMM_FUSED_FMT(QMM_TYPE_Q4_1, QK4_1, (int)sizeof(block_q4_1))
-QMM_FUSED_FMT(QMM_TYPE_Q5_0, QK5_0, (int)sizeof(block_q5_0))
-QMM_FUSED_FMT(QMM_TYPE_Q5_1, QK5_1, (int)sizeof(block_q5_1))
-QMM_FUSED_FMT(QMM_TYPE_Q8_0, QK8_0, (int)sizeof(block_q8_0))
-QMM_FUSED_FMT(QMM_TYPE_Q2_K, QK_K, (int)sizeof(block_q2_K))
-QMM_FUSED_FMT(QMM_TYPE_Q3_K, QK_K, (int)sizeof(block_q3_K))
-QMM_FUSED_FMT(QMM_TYPE_Q4_K, QK_K, (int)sizeof(block_q4_K))
-QMM_FUSED_FMT(QMM_TYPE_Q5_K, QK_K, (int)sizeof(block_q5_K))
-QMM_FUSED_FMT(QMM_TYPE_Q6_K, QK_K, (int)sizeof(block_q6_K))
-#undef QMM_FUSED_FMT
-
 /* Geometry of the raw W copy for type T. */
 template <int T> struct FusedGeom {
-    static constexpr int qk = FusedFmt<T>::qk, bb = FusedFmt<T>::bytes;
+    static constexpr int qk = qmm_cuda_type<T>::qk, bb = qmm_cuda_type<T>::bytes; /* the descriptor */
     static constexpr int ksw = qk > kBK ? qk : kBK;                 /* elements per chunk */
     static_assert(ksw % kBK == 0 && ksw % qk == 0, "chunk split");
+    static_assert((qk & (qk - 1)) == 0, "power-of-two blocks: in-block index by mask");
     static constexpr int steps = ksw / kBK;                          /* steps per chunk */
     static constexpr int chunk_bytes = ksw / qk * bb;                /* packed bytes per row */
     static constexpr int raw = (15 + chunk_bytes + 15) / 16 * 16;    /* shared bytes per row */
     static constexpr int pieces = raw / 16;                          /* 16-byte copies per row */
     static constexpr int slots = steps == 1 ? kStages : 2;
-    static_assert(steps == 1 || steps >= kStages, "raw slot reuse distance");
+    /* The chunk issued at step s (for steps s + kStages - 1 ..) replaces the one `slots`
+     * chunks earlier, whose last step s + kStages - 1 - (slots - 1) * steps must be <= s - 1
+     * (read before this step's first barrier). */
+    static_assert((slots - 1) * steps >= kStages - 1, "raw slot reuse distance");
     static constexpr int x_bytes = kStages * kBN * kXPad * 4;
     static constexpr int w_bytes = kBM * kWPad * 2;
     static constexpr int smem = x_bytes + w_bytes + slots * kBM * raw;
@@ -236,8 +226,7 @@ fused_kernel(const uint8_t *__restrict__ w, size_t row_bytes, int64_t m, int64_t
                 const unsigned i0 = G::qk > 1 ? ((unsigned)e0 & (unsigned)(G::qk - 1) & ~7u) : (unsigned)e0;
                 float v[kGroup];
                 if (drow_ok && (G::qk > 1 || left >= kGroup)) {
-#pragma unroll
-                    for (int j = 0; j < kGroup; j++) v[j] = qmm_cuda_dequant<T>(blk, (int64_t)(i0 | (unsigned)j));
+                    qmm_cuda_group8<T>(blk, i0, v);
                 } else {
 #pragma unroll
                     for (int j = 0; j < kGroup; j++)

@@ -59,37 +59,37 @@ template <int NT> struct gemv_chunk { static constexpr int v = NT >= 4 ? 1024 : 
 /* Rows per warp: 2 for the quantized types at NT >= 2 (their units decode fully unrolled, so
  * the second row's values stay in registers), 1 otherwise. */
 template <int T, int NT> struct gemv_rows_per_warp {
-    static constexpr int v = (NT >= 2 && qmm_cuda_qk<T>::v > 1) ? 2 : 1;
+    static constexpr int v = (NT >= 2 && qmm_cuda_type<T>::qk > 1) ? 2 : 1;
 };
 
-/* Elements of one unit of qmm_cuda_part<T> (dequant.cuh): 32 units (one warp step) cover
- * 32 * gemv_unit_elems<T> consecutive elements of a row. */
+/* Elements of one unit of qmm_cuda_part<T> (dequant.cuh, the descriptor's `unit`): 32 units
+ * (one warp step) cover 32 * gemv_unit_elems<T> consecutive elements of a row. */
 template <int T> struct gemv_unit_elems {
-    static constexpr int v = qmm_cuda_qk<T>::v == 1                                  ? 4
-                             : (T == QMM_TYPE_Q4_K || T == QMM_TYPE_Q5_K)           ? 32
-                             : (T == QMM_TYPE_Q2_K || T == QMM_TYPE_Q3_K || T == QMM_TYPE_Q6_K) ? 16
-                                                                                     : 8;
+    static constexpr int v = qmm_cuda_type<T>::unit;
 };
 
 /* Warp steps unrolled (more W loads in flight per warp): 2 for the quantized types, 1 for the
- * float types and for q4_K/q5_K (32-element units) at NT >= 4 (no spills); 4 for q4_0 and q8_0
- * at NT = 1, measured on the H200 (2026-11-29, `qmm bench --backend cuda --shape
- * 4096x14336,14336x4096 --n 1 --strategy gemv`, W rotated through 128 MiB; µs for unroll 2 /
- * 4 / 8: q4_0 38.2 / 34.4 / 35.0, q8_0 39.2 / 37.6 / 37.5, q4_K 38.1 / 39.1 / 41.7, q6_K
- * 44.7 / 45.1 / 44.8). The unroll changes no operation's order. */
+ * float types and for 32-element units (q4_K/q5_K) at NT >= 4 (no spills); at NT = 1 the
+ * descriptor's gemv_unroll1: 4 for q4_0 and q8_0, measured on the H200 (2026-11-29, `qmm
+ * bench --backend cuda --shape 4096x14336,14336x4096 --n 1 --strategy gemv`, W rotated
+ * through 128 MiB; µs for unroll 2 / 4 / 8: q4_0 38.2 / 34.4 / 35.0, q8_0 39.2 / 37.6 /
+ * 37.5, q4_K 38.1 / 39.1 / 41.7, q6_K 44.7 / 45.1 / 44.8), 2 for the others. The unroll
+ * changes no operation's order. */
 template <int T, int NT> struct gemv_unroll {
-    static constexpr int v = qmm_cuda_qk<T>::v == 1                                    ? 1
-                             : (gemv_unit_elems<T>::v == 32 && NT >= 4)                ? 1
-                             : (NT == 1 && (T == QMM_TYPE_Q4_0 || T == QMM_TYPE_Q8_0)) ? 4
-                                                                                       : 2;
+    static constexpr int v = qmm_cuda_type<T>::qk == 1                          ? 1
+                             : (gemv_unit_elems<T>::v == 32 && NT >= 4)         ? 1
+                             : NT == 1                                          ? qmm_cuda_type<T>::gemv_unroll1
+                                                                                : 2;
 };
 
 /* Floats per quad row of the quad-major layout (gemv_pos): 128 (32 lanes x 4) and a pad,
- * chosen by enumerating the banks of the staging loop's 16-byte stores: 144 makes them
- * conflict-free for every type but q4_K/q5_K (2-way), 136 for q4_K/q5_K (conflict-free; 128
- * would be 2- to 4-way). A multiple of 4, so every quad is 16-byte aligned. */
+ * the descriptor's quad_row, chosen by enumerating the banks of the staging loop's 16-byte
+ * stores for the type's lane map: 144 makes them conflict-free for the float, legacy, q8_0,
+ * 16-element K and generic unit maps (2-way for q4_K/q5_K), 136 for q4_K/q5_K and the
+ * 16-element codebook units (conflict-free; 128 would be 2- to 4-way). A multiple of 4, so
+ * every quad is 16-byte aligned. */
 template <int T> struct gemv_quad_row {
-    static constexpr int v = (T == QMM_TYPE_Q4_K || T == QMM_TYPE_Q5_K) ? 136 : 144;
+    static constexpr int v = qmm_cuda_type<T>::quad_row;
 };
 
 /* Shared-memory position of element e (0 <= e < kChunk) of a staged chunk, quad-major: the
@@ -100,28 +100,18 @@ template <int T> struct gemv_quad_row {
  * constant offset per quad (no address arithmetic per element, one shared load per four
  * elements and token), and a warp's load is 512 consecutive bytes (no bank conflicts). The
  * 4 consecutive elements e..e+3 (e % 4 == 0) of X are always c..c+3 of one unit, so staging
- * stores them by one 16-byte store. lane(e) and c(e) per unit layout (dequant.cuh, qmm_cuda_part;
- * the decoders call f in the order given): float types: unit = 4 consecutive elements, c = j.
- * Legacy 4-bit blocks: lane = 4*block + i, element 32*block + 16*half + 4i + j, c = 4*half + j.
+ * stores them by one 16-byte store. lane(e) and c(e) are the descriptor's lane map
+ * (qmm_cuda_type<T>::map, dequant.cuh, one per unit layout of qmm_cuda_part; a type without
+ * a descriptor does not compile): float types: unit = 4 consecutive elements, c = j. Legacy
+ * 4-bit blocks: lane = 4*block + i, element 32*block + 16*half + 4i + j, c = 4*half + j.
  * q8_0: element 32*block + 8i + j, c = j. q2_K/q3_K/q6_K: lane = 16*sb + 8h + c4, element
  * 256sb + 128h + 32p + 4c4 + j, c = 4p + j. q4_K/q5_K: lane = 8*sb + 2c2 + half, element
- * 256sb + 64c2 + 32s + 16half + j, c = 16s + j. */
+ * 256sb + 64c2 + 32s + 16half + j, c = 16s + j. Unit codecs: unit = 8 consecutive
+ * elements, c = j. Codebook units (codebook16.cuh): 16 elements, c = 0..7 low nibbles, 8..15
+ * high nibbles of 8 bytes. */
 template <int T> __device__ __forceinline__ int gemv_pos(int e) {
     constexpr int U = gemv_unit_elems<T>::v;
-    int lane, c;
-    switch (T) {
-    case QMM_TYPE_F32:
-    case QMM_TYPE_F16:
-    case QMM_TYPE_BF16: lane = e >> 2; c = e & 3; break;
-    case QMM_TYPE_Q4_0:
-    case QMM_TYPE_Q4_1:
-    case QMM_TYPE_Q5_0:
-    case QMM_TYPE_Q5_1: lane = 4 * (e >> 5) + ((e >> 2) & 3); c = 4 * ((e >> 4) & 1) + (e & 3); break;
-    case QMM_TYPE_Q8_0: lane = 4 * (e >> 5) + ((e >> 3) & 3); c = e & 7; break;
-    case QMM_TYPE_Q4_K:
-    case QMM_TYPE_Q5_K: lane = 8 * (e >> 8) + 2 * ((e >> 6) & 3) + ((e >> 4) & 1); c = 16 * ((e >> 5) & 1) + (e & 15); break;
-    default: /* q2_K, q3_K, q6_K */ lane = 16 * (e >> 8) + 8 * ((e >> 7) & 1) + ((e >> 2) & 7); c = 4 * ((e >> 5) & 3) + (e & 3); break;
-    }
+    const int lane = qmm_cuda_type<T>::map::lane(e), c = qmm_cuda_type<T>::map::call(e);
     constexpr int QP = gemv_quad_row<T>::v;
     return e / (32 * U) * (QP * U / 4) + QP * (c >> 2) + 4 * (lane & 31) + (c & 3);
 }
@@ -210,7 +200,7 @@ gemv_kernel(const uint8_t *__restrict__ w, size_t row_bytes, int64_t m, int64_t 
     }
     const bool vec = ((uintptr_t)x & 15u) == 0 && (ldx & 3) == 0;
     /* one warp step: 32 units = kStepElems elements = whole blocks, step_bytes bytes of a row */
-    constexpr int kStepElems = 32 * gemv_unit_elems<T>::v, QK = qmm_cuda_qk<T>::v;
+    constexpr int kStepElems = 32 * gemv_unit_elems<T>::v, QK = qmm_cuda_type<T>::qk;
     static_assert(kStepElems % QK == 0 && CH % kStepElems == 0, "a step holds whole blocks; a chunk whole steps");
     const size_t step_bytes = row_bytes / (size_t)((k + QK - 1) / QK) * (size_t)(kStepElems / QK);
     const int64_t groups = (n + NT - 1) / NT;

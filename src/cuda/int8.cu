@@ -13,6 +13,10 @@
  * or +-Inf gets q = 0 and dx = s = NaN (0x7FC00000) on both sides, so the outputs that read
  * it are NaN, never silently finite.
  *
+ * Types: those whose descriptor (qmm_cuda_type<T>, dequant.cuh) sets int8 — the legacy and
+ * K-quant types, each with a repacker i8_unpack<T> below; the float and unit-codec types have
+ * none (their values are not integer quants times one sub-block scale in this form) and the
+ * strategy refuses them (backend.c says why).
  * W repack (per type, formulas of src/formats/ and dequant.cuh): per row and sub-block of G
  * elements (G = 32; 16 for q2_K, q3_K, q6_K) int8 quants q, a float scale d_w and (q4_1, q5_1,
  * q2_K, q4_K, q5_K) a float min mn_w such that d_w * q (one f32 product) plus mn_w (one f32
@@ -49,24 +53,21 @@
 #define I8_THREADS 128
 #define I8_SROW (I8_BK + 16) /* shared row stride in bytes: 20 words, conflict-free fragment loads */
 
+/* Which types, sub-blocks and min terms: the descriptor's int8 facts (qmm_cuda_type<T>,
+ * dequant.cuh), set for the legacy and K-quant types, which have a repacker below. */
 extern "C" bool qmm_cuda_int8_has_type(int type) {
-    switch (type) {
-    case QMM_TYPE_Q4_0: case QMM_TYPE_Q4_1: case QMM_TYPE_Q5_0: case QMM_TYPE_Q5_1:
-    case QMM_TYPE_Q8_0: case QMM_TYPE_Q2_K: case QMM_TYPE_Q3_K: case QMM_TYPE_Q4_K:
-    case QMM_TYPE_Q5_K: case QMM_TYPE_Q6_K:
-        return true;
-    default:
-        return false;
-    }
+    qmm_cuda_type_facts f;
+    return qmm_cuda_type_facts_get(type, &f) && f.int8;
 }
 
 extern "C" int qmm_cuda_int8_sub_block(int type) {
-    return (type == QMM_TYPE_Q2_K || type == QMM_TYPE_Q3_K || type == QMM_TYPE_Q6_K) ? 16 : 32;
+    qmm_cuda_type_facts f;
+    return qmm_cuda_type_facts_get(type, &f) && f.int8 ? f.int8_sub_block : 32;
 }
 
 extern "C" bool qmm_cuda_int8_has_min(int type) {
-    return type == QMM_TYPE_Q4_1 || type == QMM_TYPE_Q5_1 || type == QMM_TYPE_Q2_K ||
-           type == QMM_TYPE_Q4_K || type == QMM_TYPE_Q5_K;
+    qmm_cuda_type_facts f;
+    return qmm_cuda_type_facts_get(type, &f) && f.int8 && f.int8_min;
 }
 
 extern "C" int64_t qmm_cuda_int8_pad(int64_t v) { return (v + I8_TILE - 1) / I8_TILE * I8_TILE; }
@@ -284,33 +285,37 @@ __global__ void int8_pack_kernel(const uint8_t *__restrict__ w, size_t row_bytes
     }
 }
 
+/* The repack of type T, for a type whose descriptor says int8 (i8_unpack<T> exists);
+ * *refused = true for every other type (nothing launched). */
 template <int T> struct i8_pack_launch {
     static void run(const uint8_t *w, size_t row_bytes, int64_t m, int64_t k, int64_t m_pad, int64_t k_pad,
-                    int8_t *q, float *d, float *mn, cudaStream_t stream) {
-        const int64_t threads = m_pad * (k_pad / 32);
-        const int tb = 128;
-        const int64_t blocks = (threads + tb - 1) / tb;
-        if (blocks == 0) return;
-        constexpr int G = (T == QMM_TYPE_Q2_K || T == QMM_TYPE_Q3_K || T == QMM_TYPE_Q6_K) ? 16 : 32;
-        constexpr bool MIN = T == QMM_TYPE_Q4_1 || T == QMM_TYPE_Q5_1 || T == QMM_TYPE_Q2_K ||
-                             T == QMM_TYPE_Q4_K || T == QMM_TYPE_Q5_K;
-        int8_pack_kernel<T, G, MIN><<<(unsigned)blocks, tb, 0, stream>>>(w, row_bytes, m, k, m_pad, k_pad,
-                                                                          q, d, mn);
+                    int8_t *q, float *d, float *mn, cudaStream_t stream, bool *refused) {
+        typedef qmm_cuda_type<T> D;
+        if constexpr (!D::int8) {
+            *refused = true;
+        } else {
+            *refused = false;
+            const int64_t threads = m_pad * (k_pad / 32);
+            const int tb = 128;
+            const int64_t blocks = (threads + tb - 1) / tb;
+            if (blocks == 0) return;
+            constexpr int G = D::int8_sub_block;
+            constexpr bool MIN = D::int8_min;
+            static_assert(G == 16 || G == 32, "int8 sub-blocks of 16 or 32");
+            int8_pack_kernel<T, G, MIN><<<(unsigned)blocks, tb, 0, stream>>>(w, row_bytes, m, k, m_pad, k_pad,
+                                                                              q, d, mn);
+        }
     }
 };
 
 extern "C" cudaError_t qmm_cuda_int8_pack(int type, const void *w, size_t row_bytes, int64_t m,
                                           int64_t k, int64_t m_pad, int64_t k_pad, int8_t *q,
                                           float *d, float *mn, cudaStream_t stream) {
-    const uint8_t *wb = (const uint8_t *)w;
-    switch (type) {
-#define I8_CASE(T) case T: i8_pack_launch<T>::run(wb, row_bytes, m, k, m_pad, k_pad, q, d, mn, stream); break;
-        I8_CASE(QMM_TYPE_Q4_0) I8_CASE(QMM_TYPE_Q4_1) I8_CASE(QMM_TYPE_Q5_0) I8_CASE(QMM_TYPE_Q5_1)
-        I8_CASE(QMM_TYPE_Q8_0) I8_CASE(QMM_TYPE_Q2_K) I8_CASE(QMM_TYPE_Q3_K) I8_CASE(QMM_TYPE_Q4_K)
-        I8_CASE(QMM_TYPE_Q5_K) I8_CASE(QMM_TYPE_Q6_K)
-#undef I8_CASE
-    default: return cudaErrorInvalidValue;
-    }
+    bool refused = true;
+    if (!qmm_cuda_dispatch_type<i8_pack_launch>(type, (const uint8_t *)w, row_bytes, m, k, m_pad, k_pad, q, d,
+                                                mn, stream, &refused) ||
+        refused)
+        return cudaErrorInvalidValue;
     return cudaGetLastError();
 }
 

@@ -69,6 +69,24 @@ typedef struct { uint8_t qs[QK_K / 4]; qmm_half d; } block_tq2_0;
 typedef struct { uint8_t e; uint8_t qs[QK_MXFP4 / 2]; } block_mxfp4;
 typedef struct { uint8_t d[QK_NVFP4 / QK_NVFP4_SUB]; uint8_t qs[QK_NVFP4 / 2]; } block_nvfp4;
 
+/* Elements per block by type name, QMM_QK_<name> = the block_size of the type's layout
+ * (qmm_layout_<name> in its codec): for code that needs a unit-codec type's block size as a
+ * compile-time constant (C++ cannot read the layout object in a constant expression; the
+ * CUDA descriptors, src/cuda/dequant.cuh, check the two agree at weights creation). */
+#define QMM_QK_iq2_xxs QK_K
+#define QMM_QK_iq2_xs QK_K
+#define QMM_QK_iq2_s QK_K
+#define QMM_QK_iq3_xxs QK_K
+#define QMM_QK_iq3_s QK_K
+#define QMM_QK_iq1_s QK_K
+#define QMM_QK_iq1_m QK_K
+#define QMM_QK_iq4_nl QK4_NL
+#define QMM_QK_iq4_xs QK_K
+#define QMM_QK_tq1_0 QK_K
+#define QMM_QK_tq2_0 QK_K
+#define QMM_QK_mxfp4 QK_MXFP4
+#define QMM_QK_nvfp4 QK_NVFP4
+
 #if defined(__cplusplus)
 #  define QMM_STATIC_ASSERT(c, m) static_assert(c, m)
 #else

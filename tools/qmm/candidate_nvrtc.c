@@ -2,15 +2,20 @@
  * candidate_nvrtc.c — compile a candidate kernel with NVRTC (candidate.h).
  *
  * NVRTC compiles device code only and ships no C library headers, while the production
- * decoders (src/cuda/dequant.cuh) include <stdint.h> and qmm.h (which includes <stdbool.h>,
- * <stddef.h>). So the program gets three small in-memory headers with the LP64 definitions
- * the host compiler uses (int64_t = long, size_t = unsigned long: the kernel's arguments
- * have the layout the host passes), and -default-device, so the host function declarations
- * of qmm.h (never called from device code) compile as device declarations. Include paths:
+ * decoders (src/cuda/dequant.cuh) include <stdint.h>, qmm.h (which includes <stdbool.h>,
+ * <stddef.h>) and the unit codecs (src/formats/type_list.h -> codec*.h: <stdbool.h>,
+ * <stdint.h>, <stddef.h> for offsetof). So the program gets three small in-memory headers
+ * with the LP64 definitions the host compiler uses (int64_t = long, size_t = unsigned long:
+ * the kernel's arguments have the layout the host passes; offsetof as a constant expression
+ * through EDG's __INTADDR__, since NVRTC knows no __builtin_offsetof), and
+ * -default-device, so the host function declarations of qmm.h and the codecs' host-side
+ * tables and layouts (never used from device code) compile as device declarations. A codec
+ * that included any other C header would need it added here. Include paths:
  * the candidate's own directory, then the source tree's src/ and include/ (QMM_SOURCE_DIR,
  * default: the tree this qmm was built from).
  *
- * Options: -std=c++17, --gpu-architecture=<arch> (a real architecture: the cubin is loaded
+ * Options: -std=c++20 (the codecs' layout objects use designated initializers, which NVRTC
+ * accepts from C++20 on), --gpu-architecture=<arch> (a real architecture: the cubin is loaded
  * as is, no PTX JIT), -DQMM_CANDIDATE_TYPE=<qmm_type id>, -DQMM_CANDIDATE_TOKENS=8. NVRTC's
  * defaults otherwise (as nvcc's: -fmad=true, no fast math).
  */
@@ -37,7 +42,8 @@ static const char k_stdint_h[] =
     "#define INT64_MAX 9223372036854775807L\n#define UINT64_MAX 18446744073709551615UL\n";
 static const char k_stddef_h[] =
     "#pragma once\ntypedef unsigned long size_t;\ntypedef long ptrdiff_t;\n"
-    "#ifndef NULL\n#define NULL 0\n#endif\n";
+    "#ifndef NULL\n#define NULL 0\n#endif\n"
+    "#define offsetof(t, m) ((size_t)__INTADDR__(&(((t *)0)->m)))\n";
 static const char k_stdbool_h[] = "#pragma once\n/* C++: bool, true and false are keywords */\n";
 
 void candidate_image_free(candidate_image *img) {
@@ -70,7 +76,7 @@ bool candidate_compile(const candidate_opts *o, qmm_type type, const char *arch,
 #else
     snprintf(inc_cuda, sizeof inc_cuda, "-I/usr/local/cuda/include");
 #endif
-    const char *opts[] = {opt_arch, "-std=c++17", "-default-device", opt_type, opt_tokens,
+    const char *opts[] = {opt_arch, "-std=c++20", "-default-device", opt_type, opt_tokens,
                           inc_self, inc_src, inc_api, inc_cuda};
     const char *headers[] = {k_stdint_h, k_stddef_h, k_stdbool_h};
     const char *header_names[] = {"stdint.h", "stddef.h", "stdbool.h"};
