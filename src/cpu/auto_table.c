@@ -43,10 +43,10 @@ static const qmm_cpu_auto_row auto_rows[] = {
 /* The codebook rows: 2026-12-01 14:28 UTC, load average 1.4-1.6 from other sessions, 2
  * threads, the strategies called alternately in one process on 4 rotating copies of random
  * valid weights, ms min / median of 21 calls (docs/KERNELS.md, "x86: the codebook types"); the
- * same order in one-thread runs at 14:17 UTC and in
+ * same order in one-thread runs at 14:17 UTC and in two runs at 14:35-14:38 UTC (load 1.5-1.9) of
  *   qmm bench --shape 4608x1024,1024x4608 --types iq4_nl,iq4_xs,mxfp4,nvfp4
- *             --strategy gemv,int8,fused --n 1,2,4,8,16,32,64,512 --iters 9 --threads 1 --csv
- * (two-thread bench runs then waited for the scheduler tick: 8.0 ms medians). int8 / fused
+ *             --strategy gemv,int8,fused --n 1,2,4,8,16,32,64,512 --iters 7 --csv
+ * (mxfp4 at n = 32 there: a tie, 0.548/0.497 and 0.643/0.838 at 4608x1024). int8 / fused
  * at 4608x1024 and 1024x4608: iq4_nl n=32 0.463/0.501, 0.479/0.525, n=48 0.647/0.619,
  * 0.636/0.623; iq4_xs n=32 0.461/0.481, 0.492/0.505, n=48 0.620/0.591, 0.727/0.612; mxfp4
  * n=32 0.491/0.525, 0.592/0.607, n=48 0.759/0.778, 0.785/0.834, n=64 0.829/0.730; nvfp4 n=8
