@@ -210,7 +210,7 @@ static void check_gemv_shapes(qmm_cpu_isa isa) {
     for (int type = 0; type < QMM_TYPE_COUNT; type++) {
         if (!qmm_type_is_supported(type) || !qmm_type_is_weight((qmm_type)type)) continue;
         const int64_t bs = qmm_type_block_size((qmm_type)type);
-        const int64_t k = bs == 256 ? 8704 : bs == 32 ? 4128 : 4100;
+        const int64_t k = bs == 256 ? 8704 : bs == 64 ? 4160 : bs == 32 ? 4128 : 4100;
         size_t rb;
         assert_int_equal(qmm_row_bytes((qmm_type)type, k, &rb), QMM_OK);
         float *wf = malloc(sizeof(float) * m * k), *x = malloc(sizeof(float) * nmax * (k + 3));

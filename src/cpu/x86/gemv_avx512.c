@@ -1,8 +1,9 @@
 /*
  * gemv_avx512.c — strategy `gemv` (meant for n = 1..8) with AVX-512 on the native GGUF blocks
- * of q4_0, q4_1, q5_0, q5_1, q8_0, q2_K, q3_K, q4_K, q5_K and q6_K and on f32, f16 and bf16
- * rows (any k): the driver. The row kernels (gemv_legacy_avx512.c, gemv_kquants_avx512.c,
- * gemv_float_avx512.c) decode W in registers and never store a dequantized row; their summation order is in gemv_avx512_impl.h.
+ * of q4_0, q4_1, q5_0, q5_1, q8_0, q2_K, q3_K, q4_K, q5_K, q6_K, the 4-bit codebook types
+ * (gemv_codebook_avx512.c) and on f32, f16 and bf16 rows (any k): the driver. The row kernels
+ * (gemv_legacy_avx512.c, gemv_kquants_avx512.c, gemv_codebook_avx512.c, gemv_float_avx512.c)
+ * decode W in registers and never store a dequantized row; their summation order is in gemv_avx512_impl.h.
  *
  * Threads take chunks of 64 consecutive W rows in dynamic order; each chunk is streamed once
  * and reused from L2 for each further group of 8 X rows. An output's value depends only on its W row, its X row and k:
@@ -24,6 +25,7 @@
 static qmm_gemv_row_fn row_fn_for(qmm_type type) {
     qmm_gemv_row_fn f = qmm_gemv_legacy_row_fn((int)type);
     if (f == NULL) f = qmm_gemv_kquant_row_fn((int)type);
+    if (f == NULL) f = qmm_gemv_codebook_row_fn((int)type);
     return f != NULL ? f : qmm_gemv_float_row_fn((int)type);
 }
 

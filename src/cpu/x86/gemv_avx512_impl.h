@@ -47,9 +47,11 @@ typedef void (*qmm_gemv_row_fn)(const unsigned char *w, size_t row_stride, int64
                                 int64_t ldy);
 
 /* The row kernels of each family for `type`, or NULL (gemv_legacy_avx512.c,
- * gemv_kquants_avx512.c, gemv_float_avx512.c: f32, f16, bf16, any k). */
+ * gemv_kquants_avx512.c, gemv_codebook_avx512.c: the 4-bit codebook types,
+ * gemv_float_avx512.c: f32, f16, bf16, any k). */
 qmm_gemv_row_fn qmm_gemv_legacy_row_fn(int type);
 qmm_gemv_row_fn qmm_gemv_kquant_row_fn(int type);
+qmm_gemv_row_fn qmm_gemv_codebook_row_fn(int type);
 qmm_gemv_row_fn qmm_gemv_float_row_fn(int type);
 
 /* Software prefetch: a body decoding R rows side by side prefetches, for each block it reads,

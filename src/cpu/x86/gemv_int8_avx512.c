@@ -1,7 +1,9 @@
 /*
  * gemv_int8_avx512.c — the int8 strategy with AVX-512-VNNI on the native GGUF blocks of every
  * quantized weight type (q4_0, q4_1, q5_0, q5_1, q8_0, q2_K, q3_K, q4_K, q5_K, q6_K; no
- * repacked copy). Meant for decode (n <= 8); any n runs in groups of up to 8 X rows.
+ * repacked copy; the 4-bit codebook types are forwarded to
+ * gemv_int8_codebook_avx512.c). Meant for decode (n <= 8); any n runs in groups of up to 8 X
+ * rows.
  *
  * X is quantized per call with int8_amx's function (qmm_x86_int8_quantize_row: per 32-element
  * block c, dx = max|x| / 127, q = round-to-nearest-even(x / dx)) into a scratch copy padded
@@ -74,8 +76,8 @@ bool qmm_x86_gemv_int8_avx512_has_type(qmm_type type) {
     case QMM_TYPE_Q8_0: case QMM_TYPE_Q2_K: case QMM_TYPE_Q3_K: case QMM_TYPE_Q4_K:
     case QMM_TYPE_Q5_K: case QMM_TYPE_Q6_K:
         return true;
-    default:
-        return false;
+    default: /* the codebook types: gemv_int8_codebook_avx512.c */
+        return qmm_x86_gemv_int8_codebook_has_type(type);
     }
 }
 
@@ -99,7 +101,9 @@ int64_t qmm_x86_gemv_int8_avx512_max_n(qmm_type type) {
     case QMM_TYPE_Q4_0: case QMM_TYPE_Q4_1: return 8;
     case QMM_TYPE_Q4_K: case QMM_TYPE_Q5_0: case QMM_TYPE_Q5_1: case QMM_TYPE_Q5_K: return 6;
     case QMM_TYPE_Q8_0: return 1;
-    default: return qmm_x86_gemv_int8_avx512_has_type(type) ? INT64_MAX : 0;
+    default:
+        if (qmm_x86_gemv_int8_codebook_has_type(type)) return qmm_x86_gemv_int8_codebook_max_n(type);
+        return qmm_x86_gemv_int8_avx512_has_type(type) ? INT64_MAX : 0;
     }
 }
 
@@ -192,7 +196,9 @@ static size_t row_bytes(int64_t k) {
 }
 
 size_t qmm_x86_gemv_int8_avx512_scratch(int64_t n, int64_t k) {
-    return (size_t)n * row_bytes(k) + (n > NMAX ? (size_t)n * sizeof(xrow) : 0);
+    const size_t own = (size_t)n * row_bytes(k) + (n > NMAX ? (size_t)n * sizeof(xrow) : 0);
+    const size_t cb = qmm_x86_gemv_int8_codebook_scratch(n, k);
+    return own > cb ? own : cb;
 }
 
 
@@ -729,6 +735,11 @@ static rows_fn rows_for(qmm_type type) {
 void qmm_x86_gemv_int8_avx512(qmm_type type, int64_t m, int64_t k, const unsigned char *w,
                               size_t row_stride, int64_t n, const float *x, int64_t ldx,
                               float *y, int64_t ldy, void *scratch, int n_threads) {
+    if (qmm_x86_gemv_int8_codebook_has_type(type)) {
+        qmm_x86_gemv_int8_codebook(type, m, k, w, row_stride, n, x, ldx, y, ldy, scratch,
+                                   n_threads);
+        return;
+    }
     const rows_fn fn = rows_for(type);
     if (fn == NULL || n <= 0 || m <= 0) return;
     layout lo;

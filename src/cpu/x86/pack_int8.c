@@ -7,6 +7,8 @@
  * dequantizer multiplies by (d, or d * sc for the K-quants) and the min the float it adds
  * (q4_1/q5_1: m; q4_K/q5_K: -(dmin * mn)), so scale * q + min is the type table's to_float
  * with the same float operands. q2_K, q3_K and q6_K (16-element sub-blocks) are not packed.
+ * The 4-bit codebook types with one scale per 32 elements (int8 = the codebook value, no
+ * min) are unpacked by pack_int8_codebook.c.
  * Portable C (no -m flags): runs once per weights object at creation, on OpenMP threads.
  * Format source: ggml-common.h / ggml-quants.c (block structs, dequantize_row_q4_K).
  */
@@ -23,7 +25,7 @@ bool qmm_x86_int8_tiles_has_type(qmm_type type) {
     switch (type) {
     case QMM_TYPE_Q4_0: case QMM_TYPE_Q4_1: case QMM_TYPE_Q5_0: case QMM_TYPE_Q5_1:
     case QMM_TYPE_Q8_0: case QMM_TYPE_Q4_K: case QMM_TYPE_Q5_K: return true;
-    default: return false;
+    default: return qmm_x86_int8_codebook_tiles_has_type(type); /* pack_int8_codebook.c */
     }
 }
 
@@ -109,7 +111,7 @@ static void unpack_row(qmm_type type, const unsigned char *row, int64_t k, int8_
     case QMM_TYPE_Q5_1: unpack_legacy(row, nb, sizeof(block_q5_1), true, true, 0, q, d, mn); break;
     case QMM_TYPE_Q4_K: unpack_k45(row, k / 256, false, q, d, mn); break;
     case QMM_TYPE_Q5_K: unpack_k45(row, k / 256, true, q, d, mn); break;
-    default: /* q8_0 */
+    case QMM_TYPE_Q8_0:
         for (int64_t b = 0; b < nb; b++) {
             block_q8_0 blk;
             memcpy(&blk, row + (size_t)b * sizeof blk, sizeof blk);
@@ -117,6 +119,10 @@ static void unpack_row(qmm_type type, const unsigned char *row, int64_t k, int8_
             mn[b] = 0.0f;
             memcpy(q + 32 * b, blk.qs, 32);
         }
+        break;
+    default: /* the codebook types (qmm_x86_int8_codebook_tiles_has_type): no min */
+        qmm_x86_int8_codebook_unpack_row(type, row, k, q, d);
+        for (int64_t b = 0; b < nb; b++) mn[b] = 0.0f;
         break;
     }
 }

@@ -145,12 +145,14 @@ void qmm_x86_gemm_bf16_otf_amx(const qmm_x86_bf16_otf *w, int64_t n, const float
 void qmm_x86_otf_transpose16_for_test(uint32_t m[256]);
 
 /* ---------------------------------------------------------------------------------------
- * int8 tile-packed weights (q4_0, q4_1, q5_0, q5_1, q8_0, q4_K, q5_K: the types whose scales
- * and mins are per 32-element block): the operand of the AMX-INT8 GEMM.
+ * int8 tile-packed weights (q4_0, q4_1, q5_0, q5_1, q8_0, q4_K, q5_K and the 4-bit codebook
+ * types of pack_int8_codebook.c: the types whose scales and mins are per 32-element block):
+ * the operand of the AMX-INT8 GEMM.
  *
  * W (m x k, k a multiple of 32) keeps its integer quants exactly as int8 (q4_0: q - 8 in
- * -8..7, q5_0: q - 16 in -16..15, q8_0: -128..127, q4_1/q4_K: 0..15, q5_1/q5_K: 0..31); m is
- * padded to m_pad (multiple of 16) with zero rows.
+ * -8..7, q5_0: q - 16 in -16..15, q8_0: -128..127, q4_1/q4_K: 0..15, q5_1/q5_K: 0..31;
+ * the codebook types: the codebook value, at most -127..127); m is padded to m_pad
+ * (multiple of 16) with zero rows.
  * Tile (g, c) holds W rows 16g..16g+15, elements 32c..32c+31 in the AMX B-operand form for
  * TDPBSSD with K = 32: tile row r (0..7), column j (0..15) holds the 4 bytes
  * W[16g+j][32c+4r .. 32c+4r+3], so a tile is 8 rows of 64 bytes, at
@@ -168,7 +170,8 @@ typedef struct qmm_x86_int8_tiles {
     int64_t m, k, m_pad;
 } qmm_x86_int8_tiles;
 
-/* True if qmm_x86_int8_tiles_pack handles `type` (q4_0, q4_1, q5_0, q5_1, q8_0, q4_K, q5_K). */
+/* True if qmm_x86_int8_tiles_pack handles `type` (q4_0, q4_1, q5_0, q5_1, q8_0, q4_K, q5_K and
+ * the codebook types below). */
 bool qmm_x86_int8_tiles_has_type(qmm_type type);
 
 /*
@@ -178,6 +181,12 @@ bool qmm_x86_int8_tiles_has_type(qmm_type type);
  */
 qmm_status qmm_x86_int8_tiles_pack(qmm_type type, int64_t m, int64_t k, const void *rows,
                                    size_t row_stride, int n_threads, qmm_x86_int8_tiles *out);
+
+/* The 4-bit codebook types among them (pack_int8_codebook.c): q = the
+ * codebook value of each element's 4-bit index, d[k/32] = the block's float scale (no min). */
+bool qmm_x86_int8_codebook_tiles_has_type(qmm_type type);
+void qmm_x86_int8_codebook_unpack_row(qmm_type type, const unsigned char *row, int64_t k,
+                                      int8_t *q, float *d);
 
 /* Free the arrays of `t` (NULL-safe) and clear the struct. */
 void qmm_x86_int8_tiles_free(qmm_x86_int8_tiles *t);
@@ -246,12 +255,23 @@ void qmm_x86_gemv_int8_avx512(qmm_type type, int64_t m, int64_t k, const unsigne
                               size_t row_stride, int64_t n, const float *x, int64_t ldx,
                               float *y, int64_t ldy, void *scratch, int n_threads);
 
+/* The same for the 4-bit codebook types (gemv_int8_codebook_avx512.c: a 4-bit index into a
+ * 16-entry int8 codebook, a float scale per sub-block of 32 or 16 elements);
+ * qmm_x86_gemv_int8_avx512 forwards these types here, and its has_type, max_n and
+ * scratch include them. */
+bool qmm_x86_gemv_int8_codebook_has_type(qmm_type type);
+int64_t qmm_x86_gemv_int8_codebook_max_n(qmm_type type);
+size_t qmm_x86_gemv_int8_codebook_scratch(int64_t n, int64_t k);
+void qmm_x86_gemv_int8_codebook(qmm_type type, int64_t m, int64_t k, const unsigned char *w,
+                                size_t row_stride, int64_t n, const float *x, int64_t ldx,
+                                float *y, int64_t ldy, void *scratch, int n_threads);
+
 /* ---------------------------------------------------------------------------------------
  * AVX-512 GEMV on native blocks (gemv_avx512.c)
  * ------------------------------------------------------------------------------------- */
 
 /* True if qmm_x86_gemv_avx512 has a row kernel for `type` (q4_0, q4_1, q5_0, q5_1, q8_0,
- * q2_K, q3_K, q4_K, q5_K, q6_K, f32, f16, bf16). */
+ * q2_K, q3_K, q4_K, q5_K, q6_K, the 4-bit codebook types, f32, f16, bf16). */
 bool qmm_x86_gemv_avx512_has_type(qmm_type type);
 
 /*

@@ -1,0 +1,466 @@
+/*
+ * gemv_int8_codebook_avx512.c — the int8 strategy with AVX-512-VNNI on the native GGUF blocks
+ * of the codebook types: iq4_nl, iq4_xs, mxfp4 and nvfp4 (no repacked copy). Each maps a
+ * 4-bit index through a 16-entry int8 codebook (iq4_nl, iq4_xs: qmm_iq4_values, -127..113;
+ * mxfp4, nvfp4: qmm_kvalues_e2m1, twice the E2M1 values, -12..12) and scales it per sub-block:
+ *     iq4_nl  32-element blocks, f16 d;                  value = d * values[q]
+ *     iq4_xs  256-element super-blocks, sub-blocks of 32, d * (ls - 32);  value as iq4_nl
+ *     mxfp4   32-element blocks, E8M0 e: 2^(e - 128) (ggml_e8m0_to_fp32_half, 0 and 1 give
+ *             the subnormals 2^-128, 2^-127);         value = kvalues[q] * 2^(e - 128)
+ *     nvfp4   64-element blocks of 4 sub-blocks of 16, UE4M3 d[s] (bit 7 ignored, 0x7F -> 0)
+ *             times 0.5;                              value = kvalues[q] * ue4m3(d[s]) / 2
+ * Nibble order: iq4_nl, mxfp4 and each 32-element sub-block of iq4_xs as q4_0 (qs[j] low
+ * nibble = element j, high = j + 16); nvfp4 sub-block s: qs[8s + i] low = element 16s + i,
+ * high = 16s + 8 + i. Meant for decode (n <= 8); any n runs in groups of up to 8 X rows.
+ *
+ * The same structure as gemv_int8_avx512.c (read its comment first), specialised to these
+ * types: X is quantized per call with qmm_x86_int8_quantize_row (per 32-element block dx =
+ * max|x| / 127, q = round-to-nearest-even(x / dx)), permuted into the byte order of the W
+ * registers (below) in a scratch copy padded with zero blocks to a multiple of 512 elements,
+ * with per 512-element chunk and result lane: dx of the lane's sub-block and 128 * sum(q_x)
+ * over it. A W row is walked in chunks of 512 elements: the nibbles go through one vpshufb
+ * with the codebook plus 128 (bytes 1..241 for iq4, 116..140 for fp4: the unsigned operand of
+ * VPDPBUSD) into 8 zmm registers wv[0..7], in 4 pairs holding the same sub-blocks in the same
+ * int32 lanes; per X row
+ *     r[u] = VPDPBUSD(VPDPBUSD(0, wv[2u], x), wv[2u + 1], x')    u = 0..3
+ * and the fixed tree pair_sums gives the exact int32 dot per sub-block in natural order (one
+ * vector of 16 sub-blocks of 32, or two of 16 sub-blocks of 16 for nvfp4), then
+ *     isum -= 128 * sum(q_x)                         (exact: the codebook value is u - 128)
+ *     acc = fma((float)isum * dx, d_w, acc)          d_w = the float the dequantizer scales by
+ * (isum * dx first: mxfp4's d_w reaches 2^-128, and d_w * dx would be subnormal, while
+ * isum * dx * d_w is normal wherever the output is)
+ * into one 16-lane f32 accumulator per X row, reduced once at the row's end by
+ * _mm512_reduce_add_ps. The order depends only on k (not on n, the thread or the task).
+ * int32 cannot overflow: a lane sums 8 products of at most 241 * 127.
+ * Register order (elem()): pair u = registers 2u (first) and 2u + 1 (second);
+ *   32-element sub-blocks: the 16 qs bytes of sub-blocks 4u..4u+3 side by side, low nibbles
+ *     (elements 0..15) in the first, high nibbles (16..31) in the second;
+ *   nvfp4: the 32 qs bytes of blocks 2u, 2u + 1, low nibbles in the first, high in the second.
+ * Memory-level parallelism and threads as gemv_int8_avx512.c: for n <= 2 per pass 4 W rows are
+ * walked side by side and the next 4 prefetched; tasks of consecutive W rows, dynamic
+ * schedule; each output belongs to one task. Format source: ggml-common.h / ggml-quants.c /
+ * ggml-impl.h (block structs, dequantize_row_*, ggml_e8m0_to_fp32_half, ggml_ue4m3_to_fp32)
+ * and gguf.quants (IQ4_NL, IQ4_XS, MXFP4, NVFP4).
+ */
+#include <immintrin.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <omp.h>
+
+#include "cpu/x86/x86_kernels.h"
+#include "formats/blocks.h"
+#include "formats/codec_fp4.h"
+#include "formats/codec_iq4.h"
+
+#define CHUNK 512          /* elements per chunk (8 zmm of W bytes) */
+#define TASK_ROWS 64       /* W rows per task when compute-bound (n > GROUP_NMAX) */
+#define TASK_ROWS_MAX 1024 /* W rows per task at most when memory-bound */
+#define GROUP 4            /* W rows walked side by side when n <= GROUP_NMAX */
+#define GROUP_NMAX 2       /* X rows per pass up to which W rows are grouped */
+#define NMAX 8             /* X rows per pass over a W row */
+#define LANES 32           /* per-lane X data per chunk (16 used by 32-element sub-blocks) */
+
+/* The kernels of this file, one per type. */
+typedef enum cb_kind { CB_NONE = -1, CB_IQ4_NL, CB_IQ4_XS, CB_MXFP4, CB_NVFP4 } cb_kind;
+
+static cb_kind kind_of(qmm_type type) {
+    switch (type) {
+    case QMM_TYPE_IQ4_NL: return CB_IQ4_NL;
+    case QMM_TYPE_IQ4_XS: return CB_IQ4_XS;
+    case QMM_TYPE_MXFP4: return CB_MXFP4;
+    case QMM_TYPE_NVFP4: return CB_NVFP4;
+    default: return CB_NONE;
+    }
+}
+
+bool qmm_x86_gemv_int8_codebook_has_type(qmm_type type) { return kind_of(type) != CB_NONE; }
+
+/* Sub-blocks of 16 elements (two lane vectors per chunk) or of 32 (one). */
+static bool sub16(cb_kind kd) { return kd == CB_NVFP4; }
+
+/* Bytes of W per 512-element chunk. */
+static size_t chunk_bytes(cb_kind kd) {
+    switch (kd) {
+    case CB_IQ4_NL: return 16 * sizeof(block_iq4_nl);
+    case CB_IQ4_XS: return 2 * sizeof(block_iq4_xs);
+    case CB_MXFP4: return 16 * sizeof(block_mxfp4);
+    default: return 8 * sizeof(block_nvfp4);
+    }
+}
+
+/* ---------------------------------------------------------------------------------------
+ * X scratch, per row: the permuted int8 copy (kp bytes), the natural one (kp bytes), then per
+ * chunk and lane the dx of the lane's sub-block (float) and 128 * sum(q) over it (int32).
+ * ------------------------------------------------------------------------------------- */
+
+typedef struct xrow {
+    const int8_t *q;
+    const float *dx;
+    const int32_t *s128;
+} xrow;
+
+static int64_t k_padded(int64_t k) { return (k + CHUNK - 1) / CHUNK * CHUNK; }
+
+static size_t row_bytes(int64_t k) {
+    const int64_t kp = k_padded(k);
+    return (size_t)kp * 2 + (size_t)(kp / CHUNK) * LANES * 2 * sizeof(float);
+}
+
+size_t qmm_x86_gemv_int8_codebook_scratch(int64_t n, int64_t k) {
+    return (size_t)n * row_bytes(k) + (n > NMAX ? (size_t)n * sizeof(xrow) : 0);
+}
+
+static void x_prepare(cb_kind kd, const float *x, int64_t k, unsigned char *base, xrow *out) {
+    const int64_t kp = k_padded(k), kc = k / 32, chunks = kp / CHUNK;
+    int8_t *q = (int8_t *)base, *nat = q + kp;
+    float *dx = (float *)(base + 2 * kp);
+    int32_t *s128 = (int32_t *)(dx + chunks * LANES);
+    /* the per-block dx and s (kp / 32 floats each) go to the s128 area first; the lane dx are
+     * made from them before the sums overwrite them */
+    float *dx_block = (float *)s128, *s_block = dx_block + kp / 32;
+    qmm_x86_int8_quantize_row(x, k, nat, dx_block, s_block, 1);
+    memset(nat + kc * 32, 0, (size_t)(kp - kc * 32));
+    for (int64_t c = kc; c < kp / 32; c++) dx_block[c] = 0.0f;
+    const int sub = sub16(kd) ? 16 : 32, lanes = CHUNK / sub;
+    for (int64_t ch = 0; ch < chunks; ch++)
+        for (int l = 0; l < LANES; l++)
+            dx[ch * LANES + l] = l < lanes ? dx_block[(ch * CHUNK + l * sub) / 32] : 0.0f;
+    for (int64_t ch = 0; ch < chunks; ch++)
+        for (int l = 0; l < LANES; l++) {
+            int32_t t = 0;
+            if (l < lanes)
+                for (int e = 0; e < sub; e++) t += nat[ch * CHUNK + l * sub + e];
+            s128[ch * LANES + l] = 128 * t;
+        }
+    /* the register order: per pair u, 128 natural elements as two 64-byte halves */
+    for (int64_t ch = 0; ch < chunks; ch++)
+        for (int u = 0; u < 4; u++) {
+            const int8_t *src = nat + ch * CHUNK + 128 * u;
+            int8_t *dst = q + ch * CHUNK + 128 * u;
+            const __m512i z0 = _mm512_loadu_si512(src), z1 = _mm512_loadu_si512(src + 64);
+            __m512i a, b;
+            if (sub16(kd)) { /* block of 64: qwords 0, 2, 4, 6 (elements 16s..16s+7) first */
+                a = _mm512_permutex2var_epi64(z0, _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14), z1);
+                b = _mm512_permutex2var_epi64(z0, _mm512_setr_epi64(1, 3, 5, 7, 9, 11, 13, 15), z1);
+            } else { /* blocks of 32: the first 16 elements of each, then the second 16 */
+                a = _mm512_shuffle_i64x2(z0, z1, 0x88);
+                b = _mm512_shuffle_i64x2(z0, z1, 0xDD);
+            }
+            _mm512_storeu_si512(dst, a);
+            _mm512_storeu_si512(dst + 64, b);
+        }
+    out->q = q;
+    out->dx = dx;
+    out->s128 = s128;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * W decoders: chunk of a row into wv[8] (codebook value + 128 as unsigned bytes, elem() order;
+ * bytes beyond the row's end are nibble 0 through the table, which meet the zero quants of the
+ * padded X) and the float scales of its sub-blocks in natural order (sub-block i in lane
+ * i % 16 of dw[i / 16]; zero beyond the row's end).
+ * ------------------------------------------------------------------------------------- */
+
+/* The codebook plus 128 in every 128-bit lane (the vpshufb table). */
+static inline __m512i codebook_u8(cb_kind kd) {
+    const int8_t *cb = kd == CB_IQ4_NL || kd == CB_IQ4_XS ? qmm_iq4_values : qmm_kvalues_e2m1;
+    return _mm512_xor_si512(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)cb)),
+                            _mm512_set1_epi8((char)0x80));
+}
+
+/* 64 bytes of nibbles z: low nibbles and high nibbles through the table. */
+static inline __attribute__((always_inline)) void nibbles(__m512i z, __m512i tbl, __m512i *lo,
+                                                          __m512i *hi) {
+    const __m512i low4 = _mm512_set1_epi8(0x0F);
+    *lo = _mm512_shuffle_epi8(tbl, _mm512_and_si512(z, low4));
+    *hi = _mm512_shuffle_epi8(tbl, _mm512_and_si512(_mm512_srli_epi16(z, 4), low4));
+}
+
+/* E8M0 bytes (low byte of each int32 lane) to 2^(e - 128) (ggml_e8m0_to_fp32_half): the bits
+ * (e - 1) << 23, or 0x00200000 << e for e < 2. */
+static inline __m512 e8m0_half(__m512i e) {
+    const __m512i normal = _mm512_slli_epi32(_mm512_sub_epi32(e, _mm512_set1_epi32(1)), 23);
+    const __m512i sub = _mm512_sllv_epi32(_mm512_set1_epi32(0x00200000), e);
+    return _mm512_castsi512_ps(
+        _mm512_mask_blend_epi32(_mm512_cmplt_epu32_mask(e, _mm512_set1_epi32(2)), normal, sub));
+}
+
+/* UE4M3 bytes (one per int32 lane, 0..255) to ue4m3(x) / 2 (ggml_ue4m3_to_fp32): exponent
+ * field E = bits 3..6, mantissa M = bits 0..2, bit 7 ignored; E > 0: (1 + M/8) 2^(E-7) / 2,
+ * i.e. the float bits (E + 119) << 23 | M << 20; E = 0: M 2^-10; the bytes 0x00 and 0x7F: 0. */
+static inline __m512 ue4m3_half(__m512i x) {
+    const __m512i e = _mm512_and_si512(_mm512_srli_epi32(x, 3), _mm512_set1_epi32(15));
+    const __m512i m = _mm512_and_si512(x, _mm512_set1_epi32(7));
+    const __m512i normal = _mm512_or_si512(
+        _mm512_slli_epi32(_mm512_add_epi32(e, _mm512_set1_epi32(119)), 23), _mm512_slli_epi32(m, 20));
+    const __m512 sub = _mm512_mul_ps(_mm512_cvtepi32_ps(m), _mm512_set1_ps(0x1p-10f));
+    const __m512 v = _mm512_mask_blend_ps(_mm512_test_epi32_mask(e, e), sub,
+                                          _mm512_castsi512_ps(normal));
+    return _mm512_maskz_mov_ps(_mm512_cmpneq_epi32_mask(x, _mm512_set1_epi32(0x7F)), v);
+}
+
+/* iq4_nl, mxfp4: nb (1..16) blocks of the chunk at b0. */
+static inline __attribute__((always_inline)) void decode_32(cb_kind kd, const unsigned char *b0,
+                                                            int nb, __m512i tbl, __m512i wv[8],
+                                                            __m512 dw[2]) {
+    const size_t bs = kd == CB_IQ4_NL ? sizeof(block_iq4_nl) : sizeof(block_mxfp4);
+    const size_t qs_at = kd == CB_IQ4_NL ? offsetof(block_iq4_nl, qs) : offsetof(block_mxfp4, qs);
+    const __mmask16 valid = nb >= 16 ? 0xFFFF : (__mmask16)((1u << nb) - 1);
+    const __m512i offs = _mm512_mullo_epi32(
+        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+        _mm512_set1_epi32((int)bs));
+    const __m512i sbits = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), valid, offs, b0, 1);
+    if (kd == CB_IQ4_NL)
+        dw[0] = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(sbits));
+    else
+        dw[0] = _mm512_maskz_mov_ps(valid, e8m0_half(_mm512_and_si512(sbits, _mm512_set1_epi32(0xFF))));
+    dw[1] = _mm512_setzero_ps();
+#pragma GCC unroll 4
+    for (int u = 0; u < 4; u++) {
+        const unsigned char *pa = b0 + (size_t)(4 * u) * bs + qs_at;
+        if (4 * u >= nb) {
+            wv[2 * u] = wv[2 * u + 1] = _mm512_setzero_si512();
+            continue;
+        }
+        __m128i qs[4];
+        for (int e = 0; e < 4; e++)
+            qs[e] = 4 * u + e < nb ? _mm_loadu_si128((const __m128i *)(pa + (size_t)e * bs))
+                                   : _mm_setzero_si128();
+        const __m256i y0 = _mm256_inserti128_si256(_mm256_castsi128_si256(qs[0]), qs[1], 1);
+        const __m256i y1 = _mm256_inserti128_si256(_mm256_castsi128_si256(qs[2]), qs[3], 1);
+        nibbles(_mm512_inserti64x4(_mm512_castsi256_si512(y0), y1, 1), tbl, &wv[2 * u],
+                &wv[2 * u + 1]);
+    }
+}
+
+/* iq4_xs: nsb (1..2) super-blocks at sb0. Sub-block ib's scale d * (ls - 32), ls = the
+ * nibble ib of scales_l (byte ib / 2, low nibble first) | bits 2ib..2ib+1 of scales_h << 4. */
+static inline __attribute__((always_inline)) void decode_xs(const unsigned char *sb0, int nsb,
+                                                            __m512i tbl, __m512i wv[8],
+                                                            __m512 dw[2]) {
+    uint32_t sl[2] = {0, 0}, sh[2] = {0, 0};
+    float d[2] = {0.0f, 0.0f};
+    for (int h = 0; h < 2; h++) {
+        if (h >= nsb) {
+            for (int g = 0; g < 4; g++) wv[4 * h + g] = _mm512_setzero_si512();
+            continue;
+        }
+        const unsigned char *blk = sb0 + (size_t)h * sizeof(block_iq4_xs);
+        uint16_t dh, shb;
+        memcpy(&dh, blk + offsetof(block_iq4_xs, d), 2);
+        memcpy(&shb, blk + offsetof(block_iq4_xs, scales_h), 2);
+        memcpy(&sl[h], blk + offsetof(block_iq4_xs, scales_l), 4);
+        sh[h] = shb;
+        d[h] = _cvtsh_ss(dh);
+        const unsigned char *qs = blk + offsetof(block_iq4_xs, qs);
+        nibbles(_mm512_loadu_si512(qs), tbl, &wv[4 * h], &wv[4 * h + 1]);
+        nibbles(_mm512_loadu_si512(qs + 64), tbl, &wv[4 * h + 2], &wv[4 * h + 3]);
+    }
+    const __m512i ib = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7);
+    const __m512i L = _mm512_mask_blend_epi32(0xFF00, _mm512_set1_epi32((int)sl[0]),
+                                              _mm512_set1_epi32((int)sl[1]));
+    const __m512i H = _mm512_mask_blend_epi32(0xFF00, _mm512_set1_epi32((int)sh[0]),
+                                              _mm512_set1_epi32((int)sh[1]));
+    const __m512i lo = _mm512_and_si512(_mm512_srlv_epi32(L, _mm512_slli_epi32(ib, 2)),
+                                        _mm512_set1_epi32(15));
+    const __m512i hi = _mm512_and_si512(_mm512_srlv_epi32(H, _mm512_slli_epi32(ib, 1)),
+                                        _mm512_set1_epi32(3));
+    const __m512i ls = _mm512_sub_epi32(_mm512_or_si512(lo, _mm512_slli_epi32(hi, 4)),
+                                        _mm512_set1_epi32(32));
+    dw[0] = _mm512_mul_ps(_mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(d[0]), _mm512_set1_ps(d[1])),
+                          _mm512_cvtepi32_ps(ls));
+    dw[1] = _mm512_setzero_ps();
+}
+
+/* nvfp4: nb (1..8) blocks at b0. */
+static inline __attribute__((always_inline)) void decode_nv(const unsigned char *b0, int nb,
+                                                            __m512i tbl, __m512i wv[8],
+                                                            __m512 dw[2]) {
+    const size_t bs = sizeof(block_nvfp4), qs_at = offsetof(block_nvfp4, qs);
+    const __mmask8 valid = nb >= 8 ? 0xFF : (__mmask8)((1u << nb) - 1);
+    const __m256i offs = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
+                                            _mm256_set1_epi32((int)bs));
+    /* the 4 scale bytes of block j in int32 j: bytes in sub-block order 0..31 */
+    const __m256i sb = _mm256_mmask_i32gather_epi32(_mm256_setzero_si256(), valid, offs,
+                                                    b0 + offsetof(block_nvfp4, d), 1);
+    dw[0] = ue4m3_half(_mm512_cvtepu8_epi32(_mm256_castsi256_si128(sb)));
+    dw[1] = ue4m3_half(_mm512_cvtepu8_epi32(_mm256_extracti128_si256(sb, 1)));
+    if (nb < 8) { /* sub-blocks past the end (bytes 0 decode to 0 already; keep it explicit) */
+        const uint32_t subs = 4u * (uint32_t)nb;
+        dw[0] = _mm512_maskz_mov_ps((__mmask16)(subs >= 16 ? 0xFFFF : (1u << subs) - 1), dw[0]);
+        dw[1] = _mm512_maskz_mov_ps((__mmask16)(subs <= 16 ? 0 : (1u << (subs - 16)) - 1), dw[1]);
+    }
+#pragma GCC unroll 4
+    for (int u = 0; u < 4; u++) {
+        const unsigned char *pa = b0 + (size_t)(2 * u) * bs + qs_at;
+        if (2 * u >= nb) {
+            wv[2 * u] = wv[2 * u + 1] = _mm512_setzero_si512();
+            continue;
+        }
+        const __m256i q0 = _mm256_loadu_si256((const __m256i *)pa);
+        const __m256i q1 = 2 * u + 1 < nb ? _mm256_loadu_si256((const __m256i *)(pa + bs))
+                                          : _mm256_setzero_si256();
+        nibbles(_mm512_inserti64x4(_mm512_castsi256_si512(q0), q1, 1), tbl, &wv[2 * u],
+                &wv[2 * u + 1]);
+    }
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Row kernel
+ * ------------------------------------------------------------------------------------- */
+
+/* t lane i = (a:b)[2i] + (a:b)[2i+1]: adjacent lanes of the 32 lanes of a then b summed. */
+static inline __m512i pair_sums(__m512i a, __m512i b, __m512i even, __m512i odd) {
+    return _mm512_add_epi32(_mm512_permutex2var_epi32(a, even, b),
+                            _mm512_permutex2var_epi32(a, odd, b));
+}
+
+/* R (1..GROUP) consecutive W rows against n (<= NMAX) X rows: y[j * ldy + r]; as
+ * gemv_int8_avx512.c's row_kernel (a row's arithmetic is the same for any R). */
+static inline __attribute__((always_inline)) void row_kernel(
+    cb_kind kd, const unsigned char *w, size_t row_stride, int R, size_t prefetch_off,
+    int64_t k, int64_t n, const xrow *xr, float *y, int64_t ldy) {
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26,
+                                           28, 30);
+    const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+    const __m512i tbl = codebook_u8(kd);
+    const bool two = sub16(kd);
+    const int64_t chunks = (k + CHUNK - 1) / CHUNK;
+    const size_t cbytes = chunk_bytes(kd);
+    __m512 accs[GROUP][NMAX];
+    for (int r = 0; r < R; r++)
+        for (int64_t j = 0; j < n; j++) accs[r][j] = _mm512_setzero_ps();
+    for (int64_t ch = 0; ch < chunks; ch++)
+        for (int r = 0; r < R; r++) {
+            const unsigned char *row = w + (size_t)r * row_stride;
+            __m512 *acc = accs[r];
+            if (prefetch_off != 0)
+                for (size_t o = 0; o < cbytes; o += 64)
+                    _mm_prefetch((const char *)row + prefetch_off + ch * cbytes + o, _MM_HINT_T0);
+            const int64_t left = k - ch * CHUNK;
+            const unsigned char *c0 = row + (size_t)ch * cbytes;
+            __m512i wv[8];
+            __m512 dw[2];
+            if (kd == CB_IQ4_NL || kd == CB_MXFP4)
+                decode_32(kd, c0, left >= CHUNK ? 16 : (int)(left / 32), tbl, wv, dw);
+            else if (kd == CB_IQ4_XS)
+                decode_xs(c0, left >= CHUNK ? 2 : 1, tbl, wv, dw);
+            else
+                decode_nv(c0, left >= CHUNK ? 8 : (int)(left / 64), tbl, wv, dw);
+            for (int64_t j = 0; j < n; j++) {
+                const int8_t *xq = xr[j].q + ch * CHUNK;
+                const int64_t lo = ch * LANES;
+                __m512i rr[4];
+#pragma GCC unroll 4
+                for (int u = 0; u < 4; u++) {
+                    const __m512i xa = _mm512_loadu_si512(xq + 128 * u);
+                    const __m512i xb = _mm512_loadu_si512(xq + 128 * u + 64);
+                    rr[u] = _mm512_dpbusd_epi32(
+                        _mm512_dpbusd_epi32(_mm512_setzero_si512(), wv[2 * u], xa), wv[2 * u + 1],
+                        xb);
+                }
+                __m512i is0 = pair_sums(rr[0], rr[1], even, odd);
+                __m512i is1 = pair_sums(rr[2], rr[3], even, odd);
+                __m512 a = acc[j];
+                if (!two) {
+                    is0 = _mm512_sub_epi32(pair_sums(is0, is1, even, odd),
+                                           _mm512_loadu_si512(xr[j].s128 + lo));
+                    a = _mm512_fmadd_ps(
+                        _mm512_mul_ps(_mm512_cvtepi32_ps(is0), _mm512_loadu_ps(xr[j].dx + lo)),
+                        dw[0], a);
+                } else {
+                    is0 = _mm512_sub_epi32(is0, _mm512_loadu_si512(xr[j].s128 + lo));
+                    is1 = _mm512_sub_epi32(is1, _mm512_loadu_si512(xr[j].s128 + lo + 16));
+                    a = _mm512_fmadd_ps(
+                        _mm512_mul_ps(_mm512_cvtepi32_ps(is0), _mm512_loadu_ps(xr[j].dx + lo)),
+                        dw[0], a);
+                    a = _mm512_fmadd_ps(
+                        _mm512_mul_ps(_mm512_cvtepi32_ps(is1), _mm512_loadu_ps(xr[j].dx + lo + 16)),
+                        dw[1], a);
+                }
+                acc[j] = a;
+            }
+        }
+    for (int r = 0; r < R; r++)
+        for (int64_t j = 0; j < n; j++) y[j * ldy + r] = _mm512_reduce_add_ps(accs[r][j]);
+}
+
+/* One instance per type; rows i0..i1-1 (as gemv_int8_avx512.c's ROWS_FN). */
+#define ROWS_FN(name, KIND)                                                                  \
+    static void name(int64_t i0, int64_t i1, int64_t m, int64_t k, const unsigned char *w,   \
+                     size_t row_stride, int64_t n, const xrow *xr, float *y, int64_t ldy) {  \
+        for (int64_t g = 0; g < n; g += NMAX) {                                              \
+            const int64_t ng = n - g < NMAX ? n - g : NMAX;                                  \
+            int64_t i = i0;                                                                  \
+            if (ng <= GROUP_NMAX)                                                            \
+                for (; i + GROUP <= i1; i += GROUP) {                                        \
+                    const size_t pf = g == 0 && i + 2 * GROUP <= m ? GROUP * row_stride : 0;  \
+                    row_kernel(KIND, w + (size_t)i * row_stride, row_stride, GROUP, pf, k,   \
+                               ng, xr + g, y + g * ldy + i, ldy);                            \
+                }                                                                            \
+            for (; i < i1; i++) {                                                            \
+                const size_t pf = g == 0 && i + 2 < m ? 2 * row_stride : 0;                  \
+                row_kernel(KIND, w + (size_t)i * row_stride, row_stride, 1, pf, k, ng,       \
+                           xr + g, y + g * ldy + i, ldy);                                    \
+            }                                                                                \
+        }                                                                                    \
+    }
+ROWS_FN(rows_iq4_nl, CB_IQ4_NL)
+ROWS_FN(rows_iq4_xs, CB_IQ4_XS)
+ROWS_FN(rows_mxfp4, CB_MXFP4)
+ROWS_FN(rows_nvfp4, CB_NVFP4)
+#undef ROWS_FN
+
+typedef void (*rows_fn)(int64_t, int64_t, int64_t, int64_t, const unsigned char *, size_t,
+                        int64_t, const xrow *, float *, int64_t);
+
+static const rows_fn rows_for[] = {rows_iq4_nl, rows_iq4_xs, rows_mxfp4, rows_nvfp4};
+
+void qmm_x86_gemv_int8_codebook(qmm_type type, int64_t m, int64_t k, const unsigned char *w,
+                                size_t row_stride, int64_t n, const float *x, int64_t ldx,
+                                float *y, int64_t ldy, void *scratch, int n_threads) {
+    const cb_kind kd = kind_of(type);
+    if (kd == CB_NONE || n <= 0 || m <= 0) return;
+    const rows_fn fn = rows_for[kd];
+    xrow xr_stack[NMAX];
+    xrow *xr = n <= NMAX ? xr_stack
+                         : (xrow *)((unsigned char *)scratch + (size_t)n * row_bytes(k));
+    for (int64_t j = 0; j < n; j++)
+        x_prepare(kd, x + j * ldx, k, (unsigned char *)scratch + (size_t)j * row_bytes(k), &xr[j]);
+    int threads = n_threads < 1 ? 1 : n_threads;
+    int64_t task_rows = TASK_ROWS;
+    if (n <= GROUP_NMAX) {
+        task_rows = m / (4 * (int64_t)threads) / GROUP * GROUP;
+        if (task_rows < TASK_ROWS) task_rows = TASK_ROWS;
+        if (task_rows > TASK_ROWS_MAX) task_rows = TASK_ROWS_MAX;
+    }
+    const int64_t tasks = (m + task_rows - 1) / task_rows;
+    if (threads > tasks) threads = (int)tasks;
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+    for (int64_t t = 0; t < tasks; t++) {
+        const int64_t i0 = t * task_rows, i1 = i0 + task_rows < m ? i0 + task_rows : m;
+        fn(i0, i1, m, k, w, row_stride, n, xr, y, ldy);
+    }
+}
+
+/* The largest n for which the int8 strategy runs this kernel rather than the AMX one. Types
+ * without int8 tiles (nvfp4: 16-element sub-blocks) run it for every n. Measured 2026-12-01
+ * 14:28 UTC (load average 1.5 from other sessions, 2 threads; one-thread runs at 14:17 gave
+ * the same picture), this kernel and AMX called alternately in one process, min / median of
+ * 21 calls, ms at 4608x1024 and 1024x4608: iq4_nl n=4 0.209/0.230 vs 0.254/0.278, 0.143/0.145
+ * vs 0.158/0.163; n=6 0.252/0.272 vs 0.239/0.286, 0.190/0.199 vs 0.169/0.188; iq4_xs n=4
+ * 0.162/0.169 vs 0.153/0.164, 0.145/0.165 vs 0.173/0.259; n=6 0.199/0.208 vs 0.162/0.182,
+ * 0.189/0.218 vs 0.208/0.254; mxfp4 n=4 0.186/0.201 vs 0.183/0.214, 0.172/0.181 vs
+ * 0.198/0.240; n=6 0.237/0.261 vs 0.210/0.246, 0.237/0.254 vs 0.210/0.257. A tie at n = 6 on
+ * these cache-resident shapes; this kernel reads 0.53-0.56 bytes per weight against AMX's
+ * 1.125 (so it gains on weights in DRAM, as measured for q4_0), and weights used only up to
+ * this n never get the int8 tile copy. So 6. */
+int64_t qmm_x86_gemv_int8_codebook_max_n(qmm_type type) {
+    switch (kind_of(type)) {
+    case CB_IQ4_NL: case CB_IQ4_XS: case CB_MXFP4: return 6;
+    case CB_NVFP4: return INT64_MAX;
+    default: return 0;
+    }
+}
