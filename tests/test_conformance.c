@@ -359,14 +359,14 @@ static int kind_nonfinite(int kind, uint32_t out[4]) {
 /* The scale fields of a type's layout (up to QMM_MAX_SCALE_FIELDS). */
 static int n_fields(int t) {
     int n = 0;
-    while (n < QMM_MAX_SCALE_FIELDS && traits(t)->layout.scales[n].kind != QMM_SCALE_NONE) n++;
+    while (n < QMM_MAX_SCALE_FIELDS && traits(t)->layout->scales[n].kind != QMM_SCALE_NONE) n++;
     return n;
 }
 
 /* Plant a value of category `cat` into every entry of field f of one block. False if the
  * kind has no value of that category. */
 static bool plant_block(int t, int f, int cat, uint8_t *blk, tu_rng *r) {
-    const qmm_scale_field *sf = &traits(t)->layout.scales[f];
+    const qmm_scale_field *sf = &traits(t)->layout->scales[f];
     for (int c = 0; c < sf->count; c++) {
         uint32_t bits;
         if (!kind_value(sf->kind, cat, r, &bits)) return false;
@@ -945,7 +945,7 @@ static void test_A_large_one_sign_activations(void **state) {
     for (int ti = 0; ti < g_ntypes; ti++) {
         const int t = g_types[ti];
         for (int wset = 0; wset < 2; wset++) {
-            if (wset == 1 && !traits(t)->layout.has_min) continue;
+            if (wset == 1 && !traits(t)->layout->has_min) continue;
             if (wset == 1 && !qmm_type_has_quantizer((qmm_type)t)) {
                 print_message("[  SKIPPED ] %s: %s: one-sign W needs a reference quantizer\n", t_name, tname(t));
                 continue;
@@ -1103,7 +1103,7 @@ static void test_B_planted_scales(void **state) {
                 const qmm_status vs = qmm_validate_rows((qmm_type)t, p.w.data, p.m, p.k, p.row_stride);
                 if (vs != QMM_OK)
                     report_fail("B: %s field %d (%s) planted %s: qmm_validate_rows: %s", tname(t), f,
-                                kind_name(traits(t)->layout.scales[f].kind), cat_names[cat], qmm_last_error());
+                                kind_name(traits(t)->layout->scales[f].kind), cat_names[cat], qmm_last_error());
                 x_ints(&p, 0, &r, 8);
                 x_ints(&p, 1, &r, 8);
                 tu_fill_uniform(&r, xrow(&p, 2), (size_t)p.k, -1.0f, 1.0f);
@@ -1114,7 +1114,7 @@ static void test_B_planted_scales(void **state) {
                 ex.stat_low = false;
                 char what[96];
                 snprintf(what, sizeof what, "B (%s %s in field %d)", cat_names[cat],
-                         kind_name(traits(t)->layout.scales[f].kind), f);
+                         kind_name(traits(t)->layout->scales[f].kind), f);
                 run_all(&p, &ex, what);
                 prob_free(&p);
             }
@@ -1135,7 +1135,7 @@ static void test_B_nonfinite_scales(void **state) {
         const int t = g_types[ti];
         int idx = 0;
         for (int f = 0; f < n_fields(t); f++) {
-            const qmm_scale_field *sf = &traits(t)->layout.scales[f];
+            const qmm_scale_field *sf = &traits(t)->layout->scales[f];
             uint32_t pats[4];
             const int np = kind_nonfinite(sf->kind, pats);
             for (int pi = 0; pi < np; pi++, idx++) {
@@ -1949,8 +1949,8 @@ static void setup_types(void) {
     for (int t = 0; t < QMM_TYPE_COUNT; t++) {
         if (!qmm_type_is_supported(t) || !qmm_type_is_weight((qmm_type)t)) continue;
         const qmm_type_traits *tr = traits(t);
-        if (tr->block_size == 1 && qmm_type_has_quantizer((qmm_type)t) && g_float_type[tr->layout.scales[0].kind] < 0)
-            g_float_type[tr->layout.scales[0].kind] = t;
+        if (tr->block_size == 1 && qmm_type_has_quantizer((qmm_type)t) && g_float_type[tr->layout->scales[0].kind] < 0)
+            g_float_type[tr->layout->scales[0].kind] = t;
         if (selected("QMM_CONFORMANCE_TYPES", tname(t))) g_types[g_ntypes++] = t;
     }
 }

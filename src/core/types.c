@@ -14,12 +14,12 @@
 #define ROW(id, nm, bs, bb, w, ...)                                                       \
     [id] = {.name = #nm, .block_size = (bs), .block_bytes = (bb), .is_weight = (w),        \
             .to_float = qmm_dequantize_row_##nm, .from_float_ref = qmm_quantize_row_##nm##_ref, \
-            .layout = {.block_size = (bs), .block_bytes = (bb), __VA_ARGS__}}
+            .layout = &(const qmm_type_layout){.block_size = (bs), .block_bytes = (bb), __VA_ARGS__}}
 #define UNIT_ROW(E, nm)                                                                   \
-    [QMM_TYPE_##E] = {.name = #nm, .block_size = qmm_layout_##nm.block_size,               \
+    [QMM_TYPE_##E] = {.name = #nm, .block_size = QMM_QK_##nm,                               \
                       .block_bytes = sizeof(block_##nm), .is_weight = true,                \
                       .to_float = qmm_dequantize_row_##nm, .from_float_ref = QMM_QUANTIZER_##nm, \
-                      .unit = qmm_unit_##nm, .layout = qmm_layout_##nm},
+                      .unit = qmm_unit_##nm, .layout = &qmm_layout_##nm},
 
 static const qmm_type_traits type_table[QMM_TYPE_COUNT] = {
     ROW(QMM_TYPE_F32, f32, 1, 4, true, .scales = {{0, QMM_SCALE_F32, 1}}, .sub_block = 1, .max_q = 1),

@@ -27,7 +27,7 @@ typedef struct qmm_type_traits {
     qmm_from_float_fn from_float_ref; /* reference quantizer (GGML's _ref bytes), or NULL when
                                   * qmm has none (docs/FORMATS.md says why per type) */
     qmm_unit_fn unit;            /* unit codec, or NULL for types with their own row codec */
-    qmm_type_layout layout;      /* scale fields, sub-block, value range (formats/codec.h) */
+    const qmm_type_layout *layout; /* scale fields, sub-block, value range (formats/codec.h) */
 } qmm_type_traits;
 
 /* Traits of a type id, or NULL if the id is out of range or unsupported. */

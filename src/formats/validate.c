@@ -56,7 +56,7 @@ int64_t qmm_first_nonfinite_block(int type, const void *row, int64_t nblocks) {
     const uint8_t *p = row;
     for (int64_t b = 0; b < nblocks; b++, p += t->block_bytes)
         for (int f = 0; f < QMM_MAX_SCALE_FIELDS; f++) {
-            const qmm_scale_field *sf = &t->layout.scales[f];
+            const qmm_scale_field *sf = &t->layout->scales[f];
             const size_t w = field_bytes((qmm_scale_kind)sf->kind);
             for (int c = 0; c < sf->count; c++)
                 if (field_nonfinite((qmm_scale_kind)sf->kind, p + sf->offset + (size_t)c * w)) return b;
@@ -133,11 +133,11 @@ bool qmm_type_random_blocks(int type, uint64_t *rng, double scale, void *dst, in
     const qmm_type_traits *t = qmm_type_traits_get(type);
     if (t == NULL || dst == NULL) return false;
     uint8_t *p = dst;
-    const double mag = scale / (t->layout.max_q > 0 ? t->layout.max_q : 1.0);
+    const double mag = scale / (t->layout->max_q > 0 ? t->layout->max_q : 1.0);
     for (int64_t b = 0; b < nblocks; b++, p += t->block_bytes) {
         for (size_t i = 0; i < t->block_bytes; i++) p[i] = (uint8_t)rng_next(rng);
         for (int f = 0; f < QMM_MAX_SCALE_FIELDS; f++) {
-            const qmm_scale_field *sf = &t->layout.scales[f];
+            const qmm_scale_field *sf = &t->layout->scales[f];
             const size_t w = field_bytes((qmm_scale_kind)sf->kind);
             for (int c = 0; c < sf->count; c++)
                 random_field(rng, (qmm_scale_kind)sf->kind, mag, p + sf->offset + (size_t)c * w);
