@@ -40,22 +40,11 @@ static const qmm_cpu_auto_row auto_rows[] = {
     {QMM_CPU_ISA_AMX, QMM_TYPE_MXFP4, 1, 32, 2},
     {QMM_CPU_ISA_AMX, QMM_TYPE_NVFP4, 1, 8, 1},
 };
-/* The codebook rows: 2026-12-01 14:28 UTC, load average 1.4-1.6 from other sessions, 2
- * threads, the strategies called alternately in one process on 4 rotating copies of random
- * valid weights, ms min / median of 21 calls (docs/KERNELS.md, "x86: the codebook types"); the
- * same order in one-thread runs at 14:17 UTC and in two runs at 14:35-14:38 UTC (load 1.5-1.9) of
+/* The codebook rows (iq4_nl, iq4_xs, mxfp4, nvfp4): the strategies called alternately in one
+ * process, and
  *   qmm bench --shape 4608x1024,1024x4608 --types iq4_nl,iq4_xs,mxfp4,nvfp4
  *             --strategy gemv,int8,fused --n 1,2,4,8,16,32,64,512 --iters 7 --csv
- * (mxfp4 at n = 32 there: a tie, 0.548/0.497 and 0.643/0.838 at 4608x1024). int8 / fused
- * at 4608x1024 and 1024x4608: iq4_nl n=32 0.463/0.501, 0.479/0.525, n=48 0.647/0.619,
- * 0.636/0.623; iq4_xs n=32 0.461/0.481, 0.492/0.505, n=48 0.620/0.591, 0.727/0.612; mxfp4
- * n=32 0.491/0.525, 0.592/0.607, n=48 0.759/0.778, 0.785/0.834, n=64 0.829/0.730; nvfp4 n=8
- * 0.365/0.370 (medians 0.386/0.505), 0.440/0.425 (0.473/0.532), n=12 0.581/0.489,
- * 0.608/0.426. gemv (gemv_avx512) / fused: iq4_nl n=2 0.231/0.270, 0.194/0.220, n=4
- * 0.411/0.330; iq4_xs n=1 0.188/0.225, 0.200/0.365, n=2 0.279/0.210, 0.273/0.247; mxfp4 n=2
- * 0.240/0.239 (medians 0.250/0.344), 0.241/0.276, n=4 0.376/0.242; nvfp4 n=1 0.341/0.458,
- * 0.337/0.451, n=2 0.372/0.339, 0.384/0.352. (gemv_max_n matters only where int8 is not
- * chosen.) */
+ * the numbers: docs/PERF.md, "CPU — the codebook types". */
 
 /* The row for a (level, type) that has none: gemv through the decode regime, then fused.
  * At the amx level a type without a measured row has no fast gemv (only gemv_portable), so

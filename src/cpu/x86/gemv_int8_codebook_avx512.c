@@ -446,17 +446,10 @@ void qmm_x86_gemv_int8_codebook(qmm_type type, int64_t m, int64_t k, const unsig
 }
 
 /* The largest n for which the int8 strategy runs this kernel rather than the AMX one. Types
- * without int8 tiles (nvfp4: 16-element sub-blocks) run it for every n. Measured 2026-12-01
- * 14:28 UTC (load average 1.5 from other sessions, 2 threads; one-thread runs at 14:17 gave
- * the same picture), this kernel and AMX called alternately in one process, min / median of
- * 21 calls, ms at 4608x1024 and 1024x4608: iq4_nl n=4 0.209/0.230 vs 0.254/0.278, 0.143/0.145
- * vs 0.158/0.163; n=6 0.252/0.272 vs 0.239/0.286, 0.190/0.199 vs 0.169/0.188; iq4_xs n=4
- * 0.162/0.169 vs 0.153/0.164, 0.145/0.165 vs 0.173/0.259; n=6 0.199/0.208 vs 0.162/0.182,
- * 0.189/0.218 vs 0.208/0.254; mxfp4 n=4 0.186/0.201 vs 0.183/0.214, 0.172/0.181 vs
- * 0.198/0.240; n=6 0.237/0.261 vs 0.210/0.246, 0.237/0.254 vs 0.210/0.257. A tie at n = 6 on
- * these cache-resident shapes; this kernel reads 0.53-0.56 bytes per weight against AMX's
- * 1.125 (so it gains on weights in DRAM, as measured for q4_0), and weights used only up to
- * this n never get the int8 tile copy. So 6. */
+ * without int8 tiles (nvfp4: 16-element sub-blocks) run it for every n. At n = 6 the two tie
+ * on cache-resident shapes; this kernel reads 0.53-0.56 bytes per weight against AMX's 1.125
+ * and weights used only up to this n never get the int8 tile copy, so 6 (measurements:
+ * docs/PERF.md, "CPU — the codebook types"). */
 int64_t qmm_x86_gemv_int8_codebook_max_n(qmm_type type) {
     switch (kind_of(type)) {
     case CB_IQ4_NL: case CB_IQ4_XS: case CB_MXFP4: return 6;
