@@ -105,8 +105,8 @@ static void usage(FILE *f) {
         "  --warmup N         untimed calls first (default %d; 0 allowed)\n"
         "  --threads N        CPU threads (default: all online cores)\n"
         "  --fill quantized|bytes  weights: normal(0,1) through the reference quantizer\n"
-        "                     (default), or random packed bytes with random finite f16\n"
-        "                     scales of random sign\n"
+        "                     (default; types without one get random valid blocks), or\n"
+        "                     random packed bytes with random finite scales of random sign\n"
         "  --seed N           random seed (default %d)\n"
         "  --verify, --no-verify   compare with the reference (default on)\n"
         "  --batch-invariant  run with QMM_FLAG_BATCH_INVARIANT (row j of Y depends only on\n"
@@ -992,7 +992,7 @@ int qmm_cmd_bench(int argc, char **argv) {
     report_header h = {
         .qmm_version = qmm_version(), .date = date, .cpu = cpu, .features = features,
         .backend = qmm_backend_name(o.backend), .device = device,
-        .command_line = cmdline ? cmdline : "qmm bench", .fill = o.model_path ? "model bytes" : o.fill == FILL_BYTES ? "bytes" : "quantized",
+        .command_line = cmdline ? cmdline : "qmm bench", .fill = o.model_path ? "model bytes" : o.fill == FILL_BYTES ? "bytes" : "quantized (random valid blocks for types without a quantizer)",
         .source = source, .threads = got.n_threads, .mem_read_gbps = gbps,
         .gpu_copy_gbps = r.have_gpu ? r.gpu.copy_gbps : 0.0,
         .gpu_peak_tflops = r.have_gpu ? r.gpu.peak_tflops : NULL,
