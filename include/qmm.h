@@ -175,8 +175,10 @@ QMM_API qmm_status qmm_dequantize_rows(qmm_type type, const void *src, float *ds
  * Fill `nrows` packed rows of k elements with random valid blocks, the same bytes for the
  * same seed on every machine: every byte random, then every scale field (f16 d, dmin, m;
  * E8M0; UE4M3) set to a random finite value such that elements are about `scale` in
- * magnitude. The way to make weights of a type that has no reference quantizer.
- * Errors: as qmm_quantize_rows; scale not positive and finite.
+ * magnitude, clamped to what the field can hold (f16 scales at most 65504; E8M0 so that every
+ * element stays finite): elements are always finite. The way to make weights of a type that
+ * has no reference quantizer.
+ * Errors: as qmm_quantize_rows; scale not in (0, 1e30).
  */
 QMM_API qmm_status qmm_random_rows(qmm_type type, uint64_t seed, double scale, void *dst,
                                    int64_t nrows, int64_t k);

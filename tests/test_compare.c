@@ -441,6 +441,84 @@ static void test_strategy_resolution(void **state) {
 static void qmm_error_reset(void) { (void)qmm_error(QMM_OK, "%s", ""); }
 
 /* Bad input returns the documented status with a sentence and leaves Y untouched. */
+/*
+ * Weights at the top of their scale range: random quant bytes and every scale field at the
+ * largest value its kind holds (f16 0x7BFF, E8M0 0xFE: mxfp4's 4 * 2^126 is Inf in the
+ * dequantizer), one-hot X, at every n and strategy, at every ISA level the CPU has (int8
+ * included at amx). Wherever the reference output is not finite, the output must not be finite
+ * either: a kernel that scales integer dots by d_w * d_x never forms the Inf element.
+ */
+static void top_of_scale_range_at(const char *isa) {
+    setenv("QMM_CPU_ISA", isa, 1);
+    qmm_context_params prm = qmm_context_default_params();
+    prm.n_threads = 2;
+    qmm_context *ctx = NULL;
+    if (qmm_context_create(&prm, &ctx) != QMM_OK) return; /* the level is not on this CPU */
+    const qmm_strategy strategies[] = {QMM_STRATEGY_AUTO, QMM_STRATEGY_GEMV, QMM_STRATEGY_FUSED,
+                                       QMM_STRATEGY_INT8, QMM_STRATEGY_DEQUANT_SGEMM};
+    const int64_t m = 5, ns[] = {1, 3, 9, 40};
+    int checked = 0;
+    for (int ti = 0; ti < QMM_TYPE_COUNT; ti++) {
+        const qmm_type_traits *t = qmm_type_traits_get(ti);
+        if (t == NULL || !t->is_weight || t->block_size == 1) continue;
+        const int64_t k = t->block_size * 4;
+        size_t rb;
+        assert_int_equal(qmm_row_bytes((qmm_type)ti, k, &rb), QMM_OK);
+        unsigned char *wq = malloc(rb * (size_t)m);
+        assert_non_null(wq);
+        assert_int_equal(qmm_random_rows((qmm_type)ti, (uint64_t)ti, 1.0, wq, m, k), QMM_OK);
+        for (int64_t b = 0; b < m * (k / t->block_size); b++)
+            for (int f = 0; f < QMM_MAX_SCALE_FIELDS; f++) {
+                const qmm_scale_field *sf = &t->layout->scales[f];
+                unsigned char *p = wq + (size_t)b * t->block_bytes + sf->offset;
+                for (int c = 0; c < sf->count; c++) {
+                    if (sf->kind == QMM_SCALE_F16) { p[2 * c] = 0xFF; p[2 * c + 1] = 0x7B; }
+                    else if (sf->kind == QMM_SCALE_E8M0) p[c] = 0xFE;
+                    else if (sf->kind == QMM_SCALE_UE4M3) p[c] = 0x7E;
+                }
+            }
+        qmm_weights *w = NULL;
+        assert_int_equal(qmm_weights_create(ctx, (qmm_type)ti, m, k, wq, rb, &w), QMM_OK);
+        for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++) {
+            const int64_t n = ns[ni];
+            float *x = malloc(sizeof(float) * (size_t)(n * k)), *y = malloc(sizeof(float) * (size_t)(n * m));
+            float *ref = malloc(sizeof(float) * (size_t)(n * m));
+            assert_true(x && y && ref);
+            /* one-hot X rows: the reference meets 0 * Inf (NaN) or w * 0.25 = +-Inf wherever a
+             * W row holds an Inf element; an int8 dot sees one small product */
+            for (int64_t e = 0; e < n * k; e++) x[e] = 0.0f;
+            for (int64_t j = 0; j < n; j++) x[j * k + (j * 37) % k] = 0.25f;
+            assert_int_equal(qmm_matmul_ref((qmm_type)ti, m, k, wq, rb, n, x, k, ref, m), QMM_OK);
+            for (size_t si = 0; si < sizeof strategies / sizeof strategies[0]; si++) {
+                assert_int_equal(qmm_context_set_strategy(ctx, strategies[si]), QMM_OK);
+                const qmm_status st = qmm_matmul(ctx, w, n, x, k, y, m);
+                if (st == QMM_ERR_UNSUPPORTED) continue; /* int8 below amx, or the type */
+                assert_int_equal(st, QMM_OK);
+                for (int64_t e = 0; e < n * m; e++)
+                    if (!isfinite(ref[e]) && isfinite(y[e]))
+                        fail_msg("%s %s n=%lld: y[%lld] = %g where the reference is %g", t->name,
+                                 qmm_strategy_name(strategies[si]), (long long)n, (long long)e,
+                                 y[e], ref[e]);
+                checked++;
+            }
+            free(x);
+            free(y);
+            free(ref);
+        }
+        qmm_weights_free(w);
+        free(wq);
+    }
+    assert_true(checked > 0);
+    qmm_context_free(ctx);
+}
+
+static void test_top_of_scale_range(void **state) {
+    (void)state;
+    const char *levels[] = {"generic", "avx2", "avx512", "amx"};
+    for (size_t i = 0; i < sizeof levels / sizeof levels[0]; i++) top_of_scale_range_at(levels[i]);
+    setenv("QMM_CPU_ISA", "generic", 1); /* main's level for the other tests */
+}
+
 static void test_bad_input(void **state) {
     (void)state;
     tu_rng r = tu_rng_make(8);
@@ -566,6 +644,7 @@ int main(void) {
         cmocka_unit_test(test_strategy_resolution),
         cmocka_unit_test(test_buffers_and_timer),
         cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_top_of_scale_range),
         cmocka_unit_test(test_subnormal_activations),
         cmocka_unit_test(test_batch_invariant),
         cmocka_unit_test(test_gemv_fused_threads_bit_identical),

@@ -68,7 +68,7 @@ qmm_status qmm_random_rows(qmm_type type, uint64_t seed, double scale, void *dst
     if (st != QMM_OK) return st;
     if (!(scale > 0 && scale < 1e30))
         return qmm_error(QMM_ERR_INVALID_ARGUMENT, "qmm_random_rows: scale (%g) must be positive "
-                         "and finite", scale);
+                         "and below 1e30", scale);
     uint64_t rng = seed ^ 0x6A09E667F3BCC908ull;
     qmm_type_random_blocks(type, &rng, scale, dst, nrows * (k / t->block_size));
     return QMM_OK;

@@ -75,24 +75,32 @@ static uint64_t rng_next(uint64_t *s) { /* splitmix64 (Steele, Lea, Flood 2014) 
     return z ^ (z >> 31);
 }
 
-/* A random float of magnitude in [mag/2, 2*mag) with a random sign. */
-static float random_value(uint64_t *rng, double mag) {
+/* A random float of magnitude in [mag/2, 2*mag) with a random sign, its magnitude at most
+ * `max` (the largest finite value of the field's kind). */
+static float random_value(uint64_t *rng, double mag, double max) {
     const uint64_t v = rng_next(rng);
-    const double f = ldexp(1.0 + (double)(v >> 12) / 4503599627370496.0, (int)((v >> 1) % 2) - 1);
-    return (float)((v & 1) ? -f * mag : f * mag);
+    double f = ldexp(1.0 + (double)(v >> 12) / 4503599627370496.0, (int)((v >> 1) % 2) - 1) * mag;
+    if (f > max) f = max;
+    return (float)((v & 1) ? -f : f);
 }
 
-/* Smallest UE4M3 byte (never 0x7F) whose value (ggml's ue4m3 decode with its 0.5 factor) is
- * at least `mag`, randomized by one step either way. */
+/* ggml's value of a UE4M3 byte (its decode with the 0.5 factor; exponent 0 is subnormal). */
+static double ue4m3_value(int b) {
+    const int e = (b >> 3) & 0xF, mnt = b & 7;
+    return (e == 0 ? mnt * 0x1p-9 : (1.0 + mnt / 8.0) * ldexp(1.0, e - 7)) * 0.5;
+}
+
+/* Smallest UE4M3 byte (never 0 or 0x7F) whose value is at least `mag`, randomized by one
+ * step either way. */
 static uint8_t random_ue4m3(uint64_t *rng, double mag) {
-    uint8_t best = 0x08;
-    for (int b = 0x08; b < 0x7F; b++) {
-        const double v = (1.0 + (b & 7) / 8.0) * ldexp(1.0, (b >> 3) - 7) * 0.5;
-        best = (uint8_t)b;
-        if (v >= mag) break;
-    }
-    int r = (int)best + (int)(rng_next(rng) % 5) - 2;
-    if (r < 0x08) r = 0x08;
+    int best = 0x7E;
+    for (int b = 0x01; b < 0x7F; b++)
+        if (ue4m3_value(b) >= mag) {
+            best = b;
+            break;
+        }
+    int r = best + (int)(rng_next(rng) % 5) - 2;
+    if (r < 0x01) r = 0x01;
     if (r > 0x7E) r = 0x7E;
     return (uint8_t)r;
 }
@@ -104,21 +112,22 @@ static void put16(uint8_t *p, uint16_t v) {
 
 static void random_field(uint64_t *rng, qmm_scale_kind kind, double mag, uint8_t *p) {
     switch (kind) {
-    case QMM_SCALE_F16: put16(p, qmm_fp32_to_fp16(random_value(rng, mag))); break;
-    case QMM_SCALE_BF16: put16(p, qmm_fp32_to_bf16(random_value(rng, mag))); break;
+    case QMM_SCALE_F16: put16(p, qmm_fp32_to_fp16(random_value(rng, mag, 65504.0))); break;
+    case QMM_SCALE_BF16: put16(p, qmm_fp32_to_bf16(random_value(rng, mag, 0x1.FEp127))); break;
     case QMM_SCALE_F32: {
-        const float f = random_value(rng, mag);
+        const float f = random_value(rng, mag, 0x1.FFFFFEp127);
         memcpy(p, &f, 4);
         break;
     }
-    case QMM_SCALE_E8M0: { /* ggml's value: 2^(e - 128) */
+    case QMM_SCALE_E8M0: { /* ggml's value: 2^(e - 128); at most 0xFC, so that 12 * 2^(e - 128)
+                            * (the largest codebook value) stays finite */
         int e = 128 + (int)lround(log2(mag)) + (int)(rng_next(rng) % 3) - 1;
-        p[0] = (uint8_t)(e < 1 ? 1 : e > 0xFE ? 0xFE : e);
+        p[0] = (uint8_t)(e < 1 ? 1 : e > 0xFC ? 0xFC : e);
         break;
     }
     case QMM_SCALE_UE4M3: p[0] = random_ue4m3(rng, mag); break;
     case QMM_SCALE_F16_IQ1M: {
-        const uint16_t h = qmm_fp32_to_fp16(random_value(rng, mag));
+        const uint16_t h = qmm_fp32_to_fp16(random_value(rng, mag, 65504.0));
         for (int i = 0; i < 4; i++) {
             const uint16_t sc = (uint16_t)((p[2 * i] | (p[2 * i + 1] << 8)) & 0x0FFF);
             put16(p + 2 * i, (uint16_t)(sc | (((h >> (4 * i)) & 0xF) << 12)));

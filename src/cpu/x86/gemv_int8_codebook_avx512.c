@@ -86,7 +86,8 @@ static size_t chunk_bytes(cb_kind kd) {
     case CB_IQ4_NL: return 16 * sizeof(block_iq4_nl);
     case CB_IQ4_XS: return 2 * sizeof(block_iq4_xs);
     case CB_MXFP4: return 16 * sizeof(block_mxfp4);
-    default: return 8 * sizeof(block_nvfp4);
+    case CB_NVFP4: return 8 * sizeof(block_nvfp4);
+    default: return 0; /* CB_NONE: the callers return before (qmm_x86_gemv_int8_codebook_has_type) */
     }
 }
 

@@ -47,7 +47,7 @@ void qmm_x86_int8_codebook_unpack_row(qmm_type type, const unsigned char *row, i
             d[b] = qmm_e8m0_to_fp32_half(blk.e);
             group32(blk.qs, qmm_kvalues_e2m1, q + 32 * b);
         }
-    } else { /* iq4_xs */
+    } else if (type == QMM_TYPE_IQ4_XS) {
         for (int64_t s = 0; s < k / 256; s++) {
             block_iq4_xs blk;
             memcpy(&blk, row + (size_t)s * sizeof blk, sizeof blk);

@@ -3,6 +3,7 @@
  * creation, supports() checks by ISA level and type, and the strategy entry points.
  * Portable C: it only calls the kernels after checking the context's ISA level.
  */
+#include <math.h>
 #include <stdlib.h>
 
 #include "cpu/x86/x86_backend.h"
@@ -26,6 +27,7 @@ static qmm_status x86_record(const qmm_weights *w, qmm_x86_weights **out) {
         cw->x86 = calloc(1, sizeof(qmm_x86_weights));
         if (cw->x86 == NULL)
             return qmm_error(QMM_ERR_OUT_OF_MEMORY, "cannot allocate the x86 weights record");
+        ((qmm_x86_weights *)cw->x86)->nonfinite = -1;
     }
     *out = cw->x86;
     return QMM_OK;
@@ -153,9 +155,45 @@ const char *qmm_cpu_x86_int8_kernel(const qmm_context *ctx, qmm_type type, int64
     return int8_uses_gemv(ctx, type, n) ? "int8_vnni_gemv" : "int8_amx";
 }
 
+/* Whether some element of W dequantizes to Inf or NaN (every row through the table's
+ * dequantizer, once per weights object; the result is kept in the x86 record). */
+static qmm_status weights_nonfinite(const qmm_context *ctx, const qmm_weights *w, bool *out) {
+    qmm_x86_weights *xw = NULL;
+    qmm_status s = x86_record(w, &xw);
+    if (s != QMM_OK) return s;
+    if (xw->nonfinite < 0) {
+        const qmm_cpu_weights *cw = w->backend;
+        const qmm_type_traits *t = qmm_type_traits_get(w->type);
+        int found = 0, failed = 0;
+        const int nt = ((const qmm_cpu_state *)ctx->backend)->n_threads;
+#pragma omp parallel num_threads(nt < 1 ? 1 : nt) reduction(| : found, failed)
+        {
+            float *row = malloc((size_t)w->k * sizeof(float));
+            if (row == NULL) failed = 1;
+#pragma omp for schedule(static)
+            for (int64_t i = 0; i < w->m; i++) {
+                if (row == NULL || found) continue;
+                t->to_float(cw->data + (size_t)i * cw->stride, row, w->k);
+                for (int64_t e = 0; e < w->k; e++) found |= !isfinite(row[e]);
+            }
+            free(row);
+        }
+        if (failed) return qmm_error(QMM_ERR_OUT_OF_MEMORY, "int8: cannot allocate a row buffer");
+        xw->nonfinite = found != 0;
+    }
+    *out = xw->nonfinite == 1;
+    return QMM_OK;
+}
+
 qmm_status qmm_cpu_x86_matmul_int8_amx(qmm_context *ctx, const qmm_weights *w, int64_t n,
                                        const float *x, int64_t ldx, float *y, int64_t ldy) {
     qmm_cpu_state *st = ctx->backend;
+    bool nonfinite = false;
+    qmm_status nf = weights_nonfinite(ctx, w, &nonfinite);
+    if (nf != QMM_OK) return nf;
+    /* W holding Inf/NaN elements: the exact gemv computes them as the reference does (a
+     * property of W alone, so the choice never depends on X or n) */
+    if (nonfinite) return qmm_cpu_x86_matmul_gemv_avx512(ctx, w, n, x, ldx, y, ldy);
     if (int8_uses_gemv(ctx, w->type, n)) {
         const qmm_cpu_weights *cw = w->backend;
         qmm_status s =

@@ -16,6 +16,11 @@ typedef struct qmm_x86_weights {
     qmm_x86_bf16_tiles bf16; /* AMX B-tiles; data == NULL when not packed */
     qmm_x86_int8_tiles int8; /* AMX-INT8 B-tiles (32-block types); q == NULL when not packed */
     float *otf_row_scale;    /* bf16 row scales for the on-the-fly AMX kernel (m_pad) or NULL */
+    /* Whether some dequantized W element is Inf or NaN (checked on the first int8 call):
+     * -1 not checked yet, 0 no, 1 yes. The int8 kernels scale integer dots by d_w * d_x and
+     * cannot form such an element (e.g. mxfp4's E8M0 0xFE times 4 overflows to Inf in the
+     * dequantizer, not in the int8 dot): such weights run the exact gemv instead. */
+    int nonfinite;
 } qmm_x86_weights;
 
 /*
