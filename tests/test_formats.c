@@ -631,6 +631,38 @@ static void test_validate_scales(void **state) {
  * Bad arguments: an error, a message, and nothing written
  * ------------------------------------------------------------------------------------- */
 
+/* qmm_random_rows: valid rows (validation passes, every element finite) for every type at
+ * every scale it accepts, the same bytes for the same seed, and scales out of range refused. */
+static void test_random_rows(void **state) {
+    (void)state;
+    const double scales[] = {1e-6, 1e-3, 1.0, 1e4, 1e8, 1e29};
+    for (int t = 0; t < QMM_TYPE_COUNT; t++) {
+        const qmm_type_traits *tr = qmm_type_traits_get(t);
+        if (tr == NULL) continue;
+        const int64_t k = tr->block_size == 1 ? 64 : tr->block_size * 2, rows = 3;
+        size_t rb;
+        assert_int_equal(qmm_row_bytes((qmm_type)t, k, &rb), QMM_OK);
+        unsigned char *a = malloc(rb * rows), *b = malloc(rb * rows);
+        float *f = malloc(sizeof(float) * (size_t)(k * rows));
+        assert_true(a && b && f);
+        for (size_t i = 0; i < sizeof scales / sizeof scales[0]; i++) {
+            assert_int_equal(qmm_random_rows((qmm_type)t, 7, scales[i], a, rows, k), QMM_OK);
+            assert_int_equal(qmm_random_rows((qmm_type)t, 7, scales[i], b, rows, k), QMM_OK);
+            assert_memory_equal(a, b, rb * rows);
+            if (qmm_validate_rows((qmm_type)t, a, rows, k, rb) != QMM_OK)
+                fail_msg("%s scale %g: %s", tr->name, scales[i], qmm_last_error());
+            assert_int_equal(qmm_dequantize_rows((qmm_type)t, a, f, rows, k), QMM_OK);
+            for (int64_t e = 0; e < k * rows; e++)
+                if (!isfinite(f[e])) fail_msg("%s scale %g: element %lld = %g", tr->name, scales[i], (long long)e, f[e]);
+        }
+        assert_int_equal(qmm_random_rows((qmm_type)t, 7, 0.0, a, rows, k), QMM_ERR_INVALID_ARGUMENT);
+        assert_int_equal(qmm_random_rows((qmm_type)t, 7, 1e30, a, rows, k), QMM_ERR_INVALID_ARGUMENT);
+        free(a);
+        free(b);
+        free(f);
+    }
+}
+
 static void test_bad_arguments(void **state) {
     (void)state;
     enum { BK = 512, BYTES = 8192 };
@@ -717,6 +749,7 @@ int main(void) {
         cmocka_unit_test(test_known_blocks),
         cmocka_unit_test(test_q8_K_bsums),
         cmocka_unit_test(test_validate_scales),
+        cmocka_unit_test(test_random_rows),
         cmocka_unit_test(test_bad_arguments),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
