@@ -1,7 +1,8 @@
 /*
  * gemv_avx2_impl.h — pieces shared by the AVX2 (+FMA, F16C) gemv row kernels
- * (gemv_legacy_avx2.c, gemv_kquants_avx2.c, gemv_float_avx2.c) and their entry point (gemv_avx2.c). Include only
- * from files built with the AVX2 flags (names ending _avx2.c).
+ * (gemv_legacy_avx2.c, gemv_kquants_avx2.c, gemv_codebook_avx2.c, gemv_float_avx2.c) and
+ * their entry point (gemv_avx2.c). Include only from files built with the AVX2 flags (names
+ * ending _avx2.c).
  *
  * The contract and the summation order are those of gemv_common.h, the same as the AVX-512
  * kernels': each 16-lane f32 accumulator is held as two ymm registers (lanes 0..7, 8..15),
@@ -25,6 +26,7 @@
  * q5_1, q8_0; gemv_float_avx2.c: f32, f16, bf16, any k). */
 qmm_gemv_row_fn qmm_gemv_avx2_legacy_row_fn(int type);
 qmm_gemv_row_fn qmm_gemv_avx2_kquant_row_fn(int type); /* gemv_kquants_avx2.c: q2_K..q6_K */
+qmm_gemv_row_fn qmm_gemv_avx2_codebook_row_fn(int type); /* iq4_nl, iq4_xs, mxfp4, nvfp4 */
 qmm_gemv_row_fn qmm_gemv_avx2_float_row_fn(int type);
 
 /* 16 f32 lanes: lo = lanes 0..7, hi = lanes 8..15. */
