@@ -1,6 +1,7 @@
 /*
- * test_gemv_float_avx512.c — the AVX-512 gemv row kernels of f32, f16 and bf16
- * (src/cpu/x86/gemv_float_avx512.c), called directly through qmm_x86_gemv_avx512:
+ * test_gemv_float_avx512.c — the AVX-512 and AVX2 gemv row kernels of f32, f16 and bf16
+ * (src/cpu/x86/gemv_float_avx512.c, gemv_float_avx2.c), called directly through
+ * qmm_x86_gemv_avx512 and qmm_x86_gemv_avx2 (each test runs once per kernel):
  *   - every one of the 65536 f16 and bf16 bit patterns (and f32 specials) decodes to the
  *     float of src/formats/fp16.h (y = w * 1 with one nonzero element per row: exact; a
  *     NaN keeps sign and payload, made quiet by the FMA), at
@@ -8,7 +9,7 @@
  *   - k = 1, 15, 17, 1023, 1025, 2063 with n = 1..8 against qmm_matmul_ref in the f32 accuracy
  *     class (nmse <= 1e-10, max_rel_err <= 1e-5), with W and X ending right before a
  *     PROT_NONE page: a read past the last row or the last X row faults.
- * Skipped (exit 77 semantics through cmocka's skip) where AVX-512 is missing.
+ * Skipped (exit 77 semantics through cmocka's skip) where the kernel's ISA level is missing.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -59,9 +60,21 @@ static void fill(float *v, int64_t count, uint32_t seed) {
     }
 }
 
-static bool no_avx512(void) {
-    if (qmm_cpu_isa_supported(QMM_CPU_ISA_AVX512)) return false;
-    print_message("[  SKIPPED ] no AVX-512 on this machine\n");
+/* The kernel under test (the cmocka state of each test). */
+typedef struct kernel {
+    const char *name;
+    qmm_cpu_isa isa;
+    qmm_status (*fn)(qmm_type type, int64_t m, int64_t k, const unsigned char *w,
+                     size_t row_stride, int64_t n, const float *x, int64_t ldx, float *y,
+                     int64_t ldy, int n_threads);
+} kernel;
+static const kernel k_avx512 = {"gemv_avx512", QMM_CPU_ISA_AVX512, qmm_x86_gemv_avx512};
+static const kernel k_avx2 = {"gemv_avx2", QMM_CPU_ISA_AVX2, qmm_x86_gemv_avx2};
+
+static bool missing(const kernel *kr) {
+    if (qmm_cpu_isa_supported(kr->isa)) return false;
+    print_message("[  SKIPPED ] %s: level %s missing on this machine\n", kr->name,
+                  qmm_cpu_isa_name(kr->isa));
     return true;
 }
 
@@ -84,7 +97,7 @@ static bool same_value(float got, float want) {
 
 /* Every code of a 16-bit type (f32: a list of specials): row i holds code i at element
  * i % k, zeros elsewhere; X = ones; y must be the decoded value. */
-static void check_decode(qmm_type type, int64_t k) {
+static void check_decode(const kernel *kr, qmm_type type, int64_t k) {
     static const uint32_t f32_codes[] = {0x00000001u, 0x807FFFFFu, 0x00800000u, 0x7F7FFFFFu,
                                          0x7F800000u, 0xFF800000u, 0x7FC00001u, 0xFFC12345u,
                                          0x3F800000u, 0xBEAAAAABu, 0x80000000u, 0x00000000u};
@@ -106,14 +119,15 @@ static void check_decode(qmm_type type, int64_t k) {
         }
     }
     float *y = malloc(sizeof(float) * (size_t)m);
-    assert_int_equal(qmm_x86_gemv_avx512(type, m, k, w, (size_t)k * esz, 1, x, k, y, m, 2), QMM_OK);
+    assert_int_equal(kr->fn(type, m, k, w, (size_t)k * esz, 1, x, k, y, m, 2), QMM_OK);
     int bad = 0;
     for (int64_t i = 0; i < m; i++) {
         const uint32_t c = type == QMM_TYPE_F32 ? f32_codes[i] : (uint32_t)i;
         const float want = decode_ref(type, c);
         if (!same_value(y[i], want)) {
             if (bad++ < 5)
-                print_error("%s k=%lld code 0x%x: got 0x%08x want 0x%08x\n", qmm_type_name(type),
+                print_error("%s %s k=%lld code 0x%x: got 0x%08x want 0x%08x\n", kr->name,
+                            qmm_type_name(type),
                             (long long)k, (unsigned)c, (unsigned)qmm_f32_bits(y[i]),
                             (unsigned)qmm_f32_bits(want));
         }
@@ -125,22 +139,22 @@ static void check_decode(qmm_type type, int64_t k) {
 }
 
 static void test_decode_exact(void **state) {
-    (void)state;
-    if (no_avx512()) {
+    const kernel *kr = *state;
+    if (missing(kr)) {
         skip();
         return;
     }
     const qmm_type types[] = {QMM_TYPE_F32, QMM_TYPE_F16, QMM_TYPE_BF16};
     for (size_t t = 0; t < 3; t++) {
-        check_decode(types[t], 1);
-        check_decode(types[t], 16);
+        check_decode(kr, types[t], 1);
+        check_decode(kr, types[t], 16);
     }
 }
 
 /* Short and odd k, W and X against guard pages, n = 1..8, vs qmm_matmul_ref. */
 static void test_k_tails_guarded(void **state) {
-    (void)state;
-    if (no_avx512()) {
+    const kernel *kr = *state;
+    if (missing(kr)) {
         skip();
         return;
     }
@@ -165,12 +179,11 @@ static void test_k_tails_guarded(void **state) {
                 float *y = malloc(sizeof(float) * (size_t)(n * m));
                 float *ref = malloc(sizeof(float) * (size_t)(n * m));
                 assert_int_equal(qmm_matmul_ref(types[t], m, k, w, rb, n, x, k, ref, m), QMM_OK);
-                assert_int_equal(qmm_x86_gemv_avx512(types[t], m, k, w, rb, n, x, k, y, m, 2),
-                                 QMM_OK);
+                assert_int_equal(kr->fn(types[t], m, k, w, rb, n, x, k, y, m, 2), QMM_OK);
                 qmm_diff d;
                 assert_int_equal(qmm_compare(n, m, y, m, ref, m, &d), QMM_OK);
                 if (!qmm_diff_ok(&d, 1e-10, 1e-5)) {
-                    print_error("%s k=%lld n=%lld: nmse %.3g max_rel %.3g\n",
+                    print_error("%s %s k=%lld n=%lld: nmse %.3g max_rel %.3g\n", kr->name,
                                 qmm_type_name(types[t]), (long long)k, (long long)n, d.nmse,
                                 d.max_rel_err);
                     failures++;
@@ -185,15 +198,19 @@ static void test_k_tails_guarded(void **state) {
     assert_int_equal(failures, 0);
 }
 
+#define KERNEL_TESTS(kr)                                                                  \
+    cmocka_unit_test_prestate(test_decode_exact, (void *)&(kr)),                          \
+        cmocka_unit_test_prestate(test_k_tails_guarded, (void *)&(kr))
 #else
 static void test_decode_exact(void **state) { (void)state; skip(); }
 static void test_k_tails_guarded(void **state) { (void)state; skip(); }
+#define KERNEL_TESTS(kr) cmocka_unit_test(test_decode_exact), cmocka_unit_test(test_k_tails_guarded)
 #endif
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_decode_exact),
-        cmocka_unit_test(test_k_tails_guarded),
+        KERNEL_TESTS(k_avx512),
+        KERNEL_TESTS(k_avx2),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

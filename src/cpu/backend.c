@@ -22,6 +22,8 @@ static const qmm_cpu_impl cpu_impls[] = {
      QMM_PRECISION_F32, NULL},
     {QMM_STRATEGY_GEMV, "gemv_avx512", QMM_CPU_ISA_AVX512, qmm_x86_gemv_avx512_has_type, NULL,
      qmm_cpu_x86_matmul_gemv_avx512, QMM_PRECISION_F32, NULL},
+    {QMM_STRATEGY_GEMV, "gemv_avx2", QMM_CPU_ISA_AVX2, qmm_x86_gemv_avx2_has_type, NULL,
+     qmm_cpu_x86_matmul_gemv_avx2, QMM_PRECISION_F32, NULL},
     {QMM_STRATEGY_GEMV, "gemv_portable", QMM_CPU_ISA_GENERIC, NULL, NULL, qmm_cpu_matmul_gemv,
      QMM_PRECISION_F32, NULL},
     {QMM_STRATEGY_FUSED, "fused_amx_bf16x3", QMM_CPU_ISA_AMX, qmm_cpu_x86_fused_amx_f32_has_type,

@@ -222,3 +222,14 @@ qmm_status qmm_cpu_x86_matmul_gemv_avx512(qmm_context *ctx, const qmm_weights *w
         return qmm_error(QMM_ERR_INTERNAL, "gemv_avx512: no kernel for type %d", (int)w->type);
     return QMM_OK;
 }
+
+qmm_status qmm_cpu_x86_matmul_gemv_avx2(qmm_context *ctx, const qmm_weights *w, int64_t n,
+                                        const float *x, int64_t ldx, float *y, int64_t ldy) {
+    const qmm_cpu_state *st = ctx->backend;
+    const qmm_cpu_weights *cw = w->backend;
+    qmm_status s = qmm_x86_gemv_avx2(w->type, w->m, w->k, cw->data, cw->stride, n, x, ldx, y,
+                                     ldy, st->n_threads);
+    if (s != QMM_OK)
+        return qmm_error(QMM_ERR_INTERNAL, "gemv_avx2: no kernel for type %d", (int)w->type);
+    return QMM_OK;
+}

@@ -54,4 +54,9 @@ qmm_status qmm_cpu_x86_matmul_int8_amx(qmm_context *ctx, const qmm_weights *w, i
 qmm_status qmm_cpu_x86_matmul_gemv_avx512(qmm_context *ctx, const qmm_weights *w, int64_t n,
                                           const float *x, int64_t ldx, float *y, int64_t ldy);
 
+/* gemv on AVX2: the types of qmm_x86_gemv_avx2_has_type (the others fall through to
+ * gemv_portable). */
+qmm_status qmm_cpu_x86_matmul_gemv_avx2(qmm_context *ctx, const qmm_weights *w, int64_t n,
+                                        const float *x, int64_t ldx, float *y, int64_t ldy);
+
 #endif /* QMM_CPU_X86_BACKEND_H */

@@ -288,4 +288,18 @@ qmm_status qmm_x86_gemv_avx512(qmm_type type, int64_t m, int64_t k, const unsign
                                size_t row_stride, int64_t n, const float *x, int64_t ldx,
                                float *y, int64_t ldy, int n_threads);
 
+/* ---------------------------------------------------------------------------------------
+ * AVX2 GEMV on native blocks (gemv_avx2.c)
+ * ------------------------------------------------------------------------------------- */
+
+/* True if qmm_x86_gemv_avx2 has a row kernel for `type` (q4_0, q4_1, q5_0, q5_1, q8_0, q2_K,
+ * q3_K, q4_K, q5_K, q6_K, iq4_nl, iq4_xs, mxfp4, nvfp4, f32, f16, bf16). */
+bool qmm_x86_gemv_avx2_has_type(qmm_type type);
+
+/* qmm_x86_gemv_avx512's contract with AVX2 + FMA + F16C (requires QMM_CPU_ISA_AVX2): the same
+ * summation order, so the same bits for every type both have, every k and n. */
+qmm_status qmm_x86_gemv_avx2(qmm_type type, int64_t m, int64_t k, const unsigned char *w,
+                             size_t row_stride, int64_t n, const float *x, int64_t ldx,
+                             float *y, int64_t ldy, int n_threads);
+
 #endif /* QMM_CPU_X86_KERNELS_H */
