@@ -1,6 +1,6 @@
 /*
  * x86_backend.c — glue between the CPU backend and the x86 kernels: repacking at weights
- * creation, supports() checks by ISA level and type, and the strategy entry points.
+ * creation, the type lists the registry (src/cpu/backend.c) reads, and the strategy entry points.
  * Portable C: it only calls the kernels after checking the context's ISA level.
  */
 #include <math.h>

@@ -50,7 +50,7 @@ const char *qmm_cpu_x86_int8_kernel(const qmm_context *ctx, qmm_type type, int64
 qmm_status qmm_cpu_x86_matmul_int8_amx(qmm_context *ctx, const qmm_weights *w, int64_t n,
                                        const float *x, int64_t ldx, float *y, int64_t ldy);
 
-/* gemv on AVX-512: the legacy and K-quant types (f32/f16/bf16 fall through to gemv_portable). */
+/* gemv on AVX-512: the legacy, K-quant, codebook and float types (qmm_x86_gemv_avx512_has_type). */
 qmm_status qmm_cpu_x86_matmul_gemv_avx512(qmm_context *ctx, const qmm_weights *w, int64_t n,
                                           const float *x, int64_t ldx, float *y, int64_t ldy);
 
