@@ -49,14 +49,11 @@
 
 #include <omp.h>
 
+#include "cpu/x86/gemv_int8_tasks.h"
 #include "cpu/x86/x86_kernels.h"
 #include "formats/blocks.h"
 
 #define CHUNK 512     /* elements per chunk (8 zmm of W bytes) */
-#define TASK_ROWS 64  /* W rows per task when compute-bound (n > GROUP_NMAX) */
-#define TASK_ROWS_MAX 1024 /* W rows per task at most when memory-bound */
-#define GROUP 4       /* W rows walked side by side when n <= GROUP_NMAX */
-#define GROUP_NMAX 2  /* X rows per pass up to which W rows are grouped */
 #define NMAX 8        /* X rows per pass over a W row */
 #define LANES 32      /* per-lane X data reserved per chunk (16 used by 32-element types) */
 
@@ -755,12 +752,7 @@ void qmm_x86_gemv_int8_avx512(qmm_type type, int64_t m, int64_t k, const unsigne
     for (int i = 0; i < 32; i++) ix[i] = lo.lane_sub[i];
     const __m512i idx0 = _mm512_loadu_si512(ix), idx1 = _mm512_loadu_si512(ix + 16);
     int threads = n_threads < 1 ? 1 : n_threads;
-    int64_t task_rows = TASK_ROWS;
-    if (n <= GROUP_NMAX) {
-        task_rows = m / (4 * (int64_t)threads) / GROUP * GROUP;
-        if (task_rows < TASK_ROWS) task_rows = TASK_ROWS;
-        if (task_rows > TASK_ROWS_MAX) task_rows = TASK_ROWS_MAX;
-    }
+    const int64_t task_rows = qmm_x86_int8_task_rows(m, n, threads);
     const int64_t tasks = (m + task_rows - 1) / task_rows;
     if (threads > tasks) threads = (int)tasks;
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
