@@ -70,10 +70,9 @@ template <int T> struct gemv_unit_elems {
 
 /* Warp steps unrolled (more W loads in flight per warp): 2 for the quantized types, 1 for the
  * float types and for 32-element units (q4_K/q5_K) at NT >= 4 (no spills); at NT = 1 the
- * descriptor's gemv_unroll1: 4 for q4_0 and q8_0, measured on the H200 (2026-11-29, `qmm
- * bench --backend cuda --shape 4096x14336,14336x4096 --n 1 --strategy gemv`, W rotated
- * through 128 MiB; µs for unroll 2 / 4 / 8: q4_0 38.2 / 34.4 / 35.0, q8_0 39.2 / 37.6 /
- * 37.5, q4_K 38.1 / 39.1 / 41.7, q6_K 44.7 / 45.1 / 44.8), 2 for the others. The unroll
+ * descriptor's gemv_unroll1: 4 for q4_0 and q8_0, 2 for the others, measured on the H200
+ * with `qmm bench --backend cuda --shape 4096x14336,14336x4096 --n 1 --strategy gemv`
+ * (unroll 2 / 4 / 8; the numbers: docs/CUDA.md, "GPU runs, third session"). The unroll
  * changes no operation's order. */
 template <int T, int NT> struct gemv_unroll {
     static constexpr int v = qmm_cuda_type<T>::qk == 1                          ? 1
