@@ -7,9 +7,10 @@
 # pkgconf, as Debian 12 .deb files) and the gguf Python package travel in .deps/ (ignored by
 # git; see docs/CUDA.md for how to fill it) and are unpacked under /tmp/deps, not into /.
 # Usage: bash bench/gpu_run.sh [PHASE...]   PHASE: ctest test_cuda memcheck racecheck synccheck
-#        bench bench_quick bench_types plant cuda_tests (default: ctest memcheck racecheck
+#        bench bench_quick bench_types plant cuda_tests exec (default: ctest memcheck racecheck
 #        synccheck bench). bench_types: qmm bench --backend cuda on BENCH_TYPES at BENCH_NS.
-#        cuda_tests: only the GPU tests of the suite. QMM_BENCH=0 skips `qmm bench` in bench. The build
+#        cuda_tests: only the GPU tests of the suite. exec: eval "$GPU_RUN_EXEC" (after the build and
+#        the .deps setup). QMM_BENCH=0 skips `qmm bench` in bench. The build
 #        always runs. Phases share one 10-minute device call: pick what fits.
 #        CUDA_BENCH_ARGS: arguments for bench/cuda_bench (e.g. "--types q4_0 --ns 1,512");
 #        plant: tests/plant/cuda_plant.sh (planted defects must be caught by test_conformance;
@@ -98,6 +99,13 @@ if want bench || want bench_quick; then
     timeout ${CUDA_BENCH_TIMEOUT:-240} "$BUILD/cuda_bench" $(want bench_quick && echo --quick) ${CUDA_BENCH_ARGS:-} \
       > "$OUT/cuda_bench.log" 2>&1
   echo "cuda_bench rc=$?"; cat "$OUT/cuda_bench.log"
+fi
+
+if want exec; then
+  # exec: GPU_RUN_EXEC, a command string run here (BUILD, OUT and the .deps environment set)
+  echo "== exec: ${GPU_RUN_EXEC:-}"
+  eval "${GPU_RUN_EXEC:-true}"
+  echo "exec rc=$?"
 fi
 
 if want plant; then

@@ -3,7 +3,7 @@
  *
  * Skips (exit 77) when the library was built without CUDA or no GPU is usable.
  * QMM_TEST_CUDA_QUICK=1 runs a reduced set (for compute-sanitizer): fewer shapes and types,
- * 3 repeats instead of 100.
+ * 3 repeats instead of 100. QMM_TEST_CUDA_FILTER=PATTERN runs only the matching tests.
  *
  * Checks (every weight type of the type table): the dequantize kernel — and for unit-codec
  * types the generic codec decoder too — is bit-identical to the CPU on random bytes
@@ -439,7 +439,8 @@ static void test_matmul_all(void **state) {
     qmm_context_free(ctx);
 }
 
-/* The issue's matrix: every type x strategy (and auto) x n in {1, 8, 9, 64, 512, 2048} x the
+/* The issue's matrix: every type x strategy (and auto) x n in {1, 8, 9, 64, 512, 2048} (and for
+ * gemv, int8 and auto also n = 2, 16, 17, 65) x the
  * LFM2.5-350M shapes (m x k = 4608x1024, 1024x4608, 3072x1024, 1024x1024, 512x1024; the
  * presets of `qmm bench`) against the reference, X rows 16-byte aligned (ldx = k) as a model's
  * activations are, Y's padding poisoned. The tail shapes are test_matmul_all's. Not in quick
@@ -448,7 +449,7 @@ static void test_matmul_lfm(void **state) {
     (void)state;
     if (quick()) skip();
     static const int64_t shapes[][2] = {{4608, 1024}, {1024, 4608}, {3072, 1024}, {1024, 1024}, {512, 1024}};
-    static const int64_t ns[] = {1, 8, 9, 64, 512, 2048};
+    static const int64_t ns[] = {1, 2, 8, 9, 16, 17, 64, 65, 512, 2048};
     const int n_n = (int)(sizeof ns / sizeof ns[0]);
     tu_rng r = tu_rng_make(2026);
     qmm_context *ctx = cuda_context(0, NULL);
@@ -467,6 +468,10 @@ static void test_matmul_lfm(void **state) {
                 for (size_t si = 0; si <= N_STRATEGIES; si++) {
                     const qmm_strategy want = si < N_STRATEGIES ? k_strategies[si] : QMM_STRATEGY_AUTO;
                     if (strategy_skipped(want) || int8_refused(p.w.type, want)) continue;
+                    /* n = 2, 16, 17, 65: the native kernels' boundaries (gemv, int8, auto) */
+                    const bool extra_n = ns[ni] == 2 || ns[ni] == 16 || ns[ni] == 17 || ns[ni] == 65;
+                    if (extra_n && want != QMM_STRATEGY_GEMV && want != QMM_STRATEGY_INT8 && want != QMM_STRATEGY_AUTO)
+                        continue;
                     QMM_OK_(qmm_context_set_strategy(ctx, want));
                     qmm_strategy ran;
                     QMM_OK_(qmm_matmul_strategy(ctx, w, ns[ni], &ran));
@@ -481,7 +486,7 @@ static void test_matmul_lfm(void **state) {
             problem_free(&p);
         }
     }
-    print_message("test_matmul_lfm: %d checked runs (%d types x 5 shapes x 6 n)\n", runs, (int)N_TYPES);
+    print_message("test_matmul_lfm: %d checked runs (%d types x 5 shapes x 10 n)\n", runs, (int)N_TYPES);
     qmm_context_free(ctx);
 }
 
@@ -1078,6 +1083,157 @@ static void test_int8_q8_0_minus128(void **state) {
     qmm_context_free(ctx);
 }
 
+/* The int8 order (int8.cu, docs/CUDA.md "int8") emulated on the CPU from the repacked values
+ * in plain order (qmm_cuda_int8_pack_rows) and X quantized by the plain-C rule: per chunk of 16
+ * blocks p = fmaf((float)isum, dx * d_w, p) (+ fmaf(s, mn_w, p)) from 0, y = p_0 + p_1 + ...
+ * Rows 0..n-1 of x (stride ldx), result yo[j * m + i]. */
+static void int8_order_emulate(qmm_type t, int64_t m, int64_t k, int64_t m_pad, int64_t k_pad, const int8_t *wq,
+                               const float *wd, const float *wm, int64_t n, const float *x, int64_t ldx, float *yo) {
+    const int G = qmm_cuda_int8_sub_block(t);
+    const bool mn = qmm_cuda_int8_has_min(t);
+    const int64_t nblk = k / 32;
+    int8_t *q = malloc((size_t)k);
+    float *dx = malloc((size_t)nblk * sizeof(float)), *s = malloc((size_t)nblk * sizeof(float));
+    float *s16 = malloc((size_t)(2 * nblk) * sizeof(float));
+    assert_true(q && dx && s && s16);
+    (void)k_pad;
+    for (int64_t j = 0; j < n; j++) {
+        int8_rule_row(x + j * ldx, k, q, dx, s, s16);
+        for (int64_t i = 0; i < m; i++) {
+            const int8_t *wr = wq + i * k_pad;
+            float y = 0.0f;
+            for (int64_t c0 = 0; c0 < nblk; c0 += 16) {
+                float p = 0.0f;
+                for (int64_t c = c0; c < nblk && c < c0 + 16; c++) {
+                    for (int h = 0; h < 32 / G; h++) {
+                        int32_t isum = 0;
+                        for (int e = G * h; e < G * (h + 1); e++) isum += (int32_t)wr[32 * c + e] * (int32_t)q[32 * c + e];
+                        const int64_t sub = c * (32 / G) + h;
+                        const float scale = dx[c] * wd[sub * m_pad + i];
+                        p = fmaf((float)isum, scale, p);
+                        if (mn) p = fmaf(G == 32 ? s[c] : s16[sub], wm[sub * m_pad + i], p);
+                    }
+                }
+                y = c0 == 0 ? p : y + p;
+            }
+            yo[j * m + i] = y;
+        }
+    }
+    free(q);
+    free(dx);
+    free(s);
+    free(s16);
+}
+
+/* Every int8 kernel (the skinny kernel for n <= 8, each GEMM tile configuration with and
+ * without split-k, and the heuristic's choice) computes the int8 order bit for bit: every
+ * quantized type, m with tails (45, 130, 257), k of one, several and many chunks (with a
+ * padding block for the legacy types), n in {1, 2, 8, 9, 16, 17, 64, 65, 130}, and the LFM
+ * shapes 4608x1024 and 1024x4608 for q4_0, q4_K, q6_K; Y padding intact. This is what pins
+ * the fragment-order repack, the nibble expansion, the scale permutation, the epilogue and
+ * the split-k reduction. */
+static void test_int8_order_exact(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(144);
+    qmm_context *ctx = cuda_context(0, NULL);
+    static const int64_t ns[] = {1, 2, 8, 9, 16, 17, 64, 65, 130};
+    const int n_n = quick() ? 5 : (int)(sizeof ns / sizeof ns[0]);
+    int runs = 0;
+    for (size_t ti = 0; ti < N_TYPES; ti++) {
+        const qmm_type t = k_types[ti];
+        if (!qmm_cuda_int8_has_type(t)) continue;
+        const bool kq = qmm_type_block_size(t) == 256;
+        const bool lfm = !quick() && (t == QMM_TYPE_Q4_0 || t == QMM_TYPE_Q4_K || t == QMM_TYPE_Q6_K);
+        const int64_t shapes[][2] = {{45, kq ? 256 : 96},   {130, kq ? 768 : 800}, {257, kq ? 2304 : 1056},
+                                     {4608, 1024},          {1024, 4608}};
+        const int n_shapes = lfm ? 5 : quick() ? 2 : 3;
+        for (int shi = 0; shi < n_shapes; shi++) {
+            const int64_t m = shapes[shi][0], k = shapes[shi][1];
+            const int64_t n_max = shi >= 3 ? 65 : ns[n_n - 1];
+            const int64_t m_pad = qmm_cuda_int8_pad(m), k_pad = qmm_cuda_int8_pad(k);
+            const int G = qmm_cuda_int8_sub_block(t);
+            tu_weights tw;
+            QMM_OK_(tu_weights_make(&tw, t, m, k, 16, &r));
+            const int64_t ldx = k + 5, ldy = m + 3;
+            float *x = malloc((size_t)(n_max * ldx) * sizeof(float));
+            float *want = malloc((size_t)(n_max * m) * sizeof(float));
+            int8_t *hq = malloc((size_t)(m_pad * k_pad));
+            float *hd = malloc((size_t)(k_pad / G * m_pad) * sizeof(float));
+            float *hm = malloc((size_t)(k_pad / G * m_pad) * sizeof(float));
+            assert_true(x && want && hq && hd && hm);
+            tu_poison_fill(x, (size_t)(n_max * ldx));
+            for (int64_t j = 0; j < n_max; j++) tu_fill_uniform(&r, x + j * ldx, (size_t)k, -1.0f, 1.0f);
+            /* the repacked values in plain order */
+            void *dw, *dq, *dd, *dm;
+            QMM_OK_(qmm_buffer_alloc(ctx, tw.row_bytes * (size_t)m, &dw));
+            QMM_OK_(qmm_buffer_alloc(ctx, (size_t)(m_pad * k_pad), &dq));
+            QMM_OK_(qmm_buffer_alloc(ctx, (size_t)(k_pad / G * m_pad) * sizeof(float), &dd));
+            QMM_OK_(qmm_buffer_alloc(ctx, (size_t)(k_pad / G * m_pad) * sizeof(float), &dm));
+            for (int64_t i = 0; i < m; i++)
+                CUDA_OK(cudaMemcpy((uint8_t *)dw + (size_t)i * tw.row_bytes, tw.buf.data + (size_t)i * tw.row_stride,
+                                   tw.row_bytes, cudaMemcpyHostToDevice));
+            CUDA_OK(qmm_cuda_int8_pack_rows(t, dw, tw.row_bytes, m, k, m_pad, k_pad, dq, dd,
+                                            qmm_cuda_int8_has_min(t) ? dm : NULL, 0));
+            CUDA_OK(cudaDeviceSynchronize());
+            QMM_OK_(qmm_buffer_download(ctx, hq, dq, (size_t)(m_pad * k_pad)));
+            QMM_OK_(qmm_buffer_download(ctx, hd, dd, (size_t)(k_pad / G * m_pad) * sizeof(float)));
+            if (qmm_cuda_int8_has_min(t))
+                QMM_OK_(qmm_buffer_download(ctx, hm, dm, (size_t)(k_pad / G * m_pad) * sizeof(float)));
+            qmm_buffer_free(ctx, dw);
+            qmm_buffer_free(ctx, dq);
+            qmm_buffer_free(ctx, dd);
+            qmm_buffer_free(ctx, dm);
+            int8_order_emulate(t, m, k, m_pad, k_pad, hq, hd, hm, n_max, x, ldx, want);
+            qmm_weights *w = NULL;
+            QMM_OK_(qmm_weights_create(ctx, t, m, k, tw.buf.data, tw.row_stride, &w));
+            QMM_OK_(qmm_context_set_strategy(ctx, QMM_STRATEGY_INT8));
+            float *dxx, *dyy;
+            const size_t yc = (size_t)((n_max - 1) * ldy + m);
+            QMM_OK_(qmm_buffer_alloc(ctx, (size_t)((n_max - 1) * ldx + k) * sizeof(float), (void **)&dxx));
+            QMM_OK_(qmm_buffer_alloc(ctx, yc * sizeof(float), (void **)&dyy));
+            QMM_OK_(qmm_buffer_upload(ctx, dxx, x, (size_t)((n_max - 1) * ldx + k) * sizeof(float)));
+            float *h = malloc(yc * sizeof(float));
+            assert_non_null(h);
+            for (int ni = 0; ni < n_n && ns[ni] <= n_max; ni++) {
+                const int64_t n = ns[ni];
+                /* (cfg, split): the heuristic's, then every forced one (the skinny kernel
+                 * takes only the split) */
+                for (int v = -1; v < (n <= 8 ? 2 : 6); v++) {
+                    qmm_cuda_int8_force(v < 0 ? -1 : n <= 8 ? 0 : v / 2, v < 0 ? -1 : v % 2);
+                    tu_poison_fill(h, yc);
+                    QMM_OK_(qmm_buffer_upload(ctx, dyy, h, yc * sizeof(float)));
+                    QMM_OK_(qmm_matmul(ctx, w, n, dxx, ldx, dyy, ldy));
+                    QMM_OK_(qmm_buffer_download(ctx, h, dyy, yc * sizeof(float)));
+                    qmm_cuda_int8_force(-1, -1);
+                    if (!tu_padding_intact(h, n, m, ldy))
+                        fail_msg("int8 order %s m=%lld k=%lld n=%lld (variant %d): Y padding written",
+                                 qmm_type_name(t), (long long)m, (long long)k, (long long)n, v);
+                    for (int64_t j = 0; j < n; j++)
+                        for (int64_t i = 0; i < m; i++)
+                            if (!same_bits(h[j * ldy + i], want[j * m + i]))
+                                fail_msg("int8 order %s m=%lld k=%lld n=%lld (variant %d): y[%lld][%lld] = %a, "
+                                         "the int8 order gives %a", qmm_type_name(t), (long long)m, (long long)k,
+                                         (long long)n, v, (long long)j, (long long)i, (double)h[j * ldy + i],
+                                         (double)want[j * m + i]);
+                    runs++;
+                }
+            }
+            free(h);
+            qmm_buffer_free(ctx, dxx);
+            qmm_buffer_free(ctx, dyy);
+            qmm_weights_free(w);
+            tu_weights_free(&tw);
+            free(x);
+            free(want);
+            free(hq);
+            free(hd);
+            free(hm);
+        }
+    }
+    print_message("test_int8_order_exact: %d runs bit-identical to the int8 order\n", runs);
+    qmm_context_free(ctx);
+}
+
 /* CASES D: X = 127 * identity (n = k rows): the block holding element e quantizes to dx = 1,
  * q = 127 there and zero blocks elsewhere, so Y[e][i] = 127 * W[i][e] up to the rounding of the
  * scale and min terms (a few ulps of the sub-block's magnitude): any nibble order, high bit,
@@ -1164,10 +1320,15 @@ int main(void) {
         cmocka_unit_test(test_int8_large_activations),
         cmocka_unit_test(test_int8_q8_0_minus128),
         cmocka_unit_test(test_int8_identity_probe),
+        cmocka_unit_test(test_int8_order_exact),
         cmocka_unit_test(test_matmul_all),
         cmocka_unit_test(test_matmul_lfm),
         cmocka_unit_test(test_large_extents),
     };
+    /* QMM_TEST_CUDA_FILTER: run only the tests whose names match this cmocka pattern (e.g.
+     * "test_int8*"), for short device calls. */
+    const char *filter = getenv("QMM_TEST_CUDA_FILTER");
+    if (filter != NULL && filter[0] != '\0') cmocka_set_test_filter(filter);
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
 

@@ -225,6 +225,7 @@ static qmm_status build_int8(qmm_cuda_context *c, const qmm_weights *w, qmm_cuda
         !qmm_mul_size((size_t)m8 * sizeof(float), (size_t)(k8 / qmm_cuda_int8_sub_block(w->type)), &sb))
         return qmm_error(QMM_ERR_INVALID_ARGUMENT, "int8 copy of weights m=%lld, k=%lld overflows size_t",
                          (long long)w->m, (long long)w->k);
+    qb = qmm_cuda_int8_quant_bytes(w->type, m8, k8); /* <= m8 * k8: nibble types half */
     qmm_status st = alloc_optional((void **)&cw->i8_q, qb, &cw->i8_oom, "cudaMalloc(int8 weights)");
     if (st == QMM_OK && !cw->i8_oom)
         st = alloc_optional((void **)&cw->i8_d, sb, &cw->i8_oom, "cudaMalloc(int8 scales)");

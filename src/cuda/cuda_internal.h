@@ -79,9 +79,11 @@ typedef struct qmm_cuda_weights {
     float *w8_scale; /* fp8: per-row scale (m_pad floats, padding 0) */
     int64_t m_pad, k_pad; /* m, k rounded up to 16 (cuBLASLt FP8 alignment) */
     /* int8 strategy (int8.cu; NULL for f32/f16/bf16 or when the copy did not fit in device
-     * memory, see i8_oom): quants m8 x k8 bytes row-major (m8, k8 = m, k rounded up to 64 by
-     * qmm_cuda_int8_pad), per sub-block scale i8_d and min i8_mn (min types only, else NULL)
-     * as [k8 / G][m8] floats (G = qmm_cuda_int8_sub_block); padding zero. */
+     * memory, see i8_oom): quants in the fragment order of mma.m16n8k32 (nibbles for q4_0,
+     * q4_1, q4_K), qmm_cuda_int8_quant_bytes(type, m8, k8) bytes (m8, k8 = m, k rounded up to
+     * 128 by qmm_cuda_int8_pad), per sub-block scale i8_d and min i8_mn (min types only, else
+     * NULL) as [k8 / G][m8] floats (G = qmm_cuda_int8_sub_block, rows permuted within 64-row
+     * groups); padding zero. Layout: the top of int8.cu, docs/CUDA.md "int8". */
     int8_t *i8_q;
     float *i8_d, *i8_mn;
     bool i8_oom;     /* the int8 copy's cudaMalloc ran out of memory: int8 refused */
@@ -149,20 +151,29 @@ bool qmm_cuda_int8_has_type(int type);
 int qmm_cuda_int8_sub_block(int type);
 /* True for types whose repacked value has a min term (q4_1, q5_1, q2_K, q4_K, q5_K). */
 bool qmm_cuda_int8_has_min(int type);
-/* v rounded up to the int8 tile granule (64): m8, k8 of the repacked W, padded X rows. */
+/* v rounded up to the int8 granule (128): m8, k8 of the repacked W, padded X rows. */
 int64_t qmm_cuda_int8_pad(int64_t v);
+/* Bytes of the repacked quants of `type` for m_pad x k_pad (half of m_pad * k_pad for the
+ * nibble types q4_0, q4_1, q4_K). */
+size_t qmm_cuda_int8_quant_bytes(int type, int64_t m_pad, int64_t k_pad);
 /* Context workspace bytes the int8 matmul needs for weights of k columns (X of one chunk of
- * QMM_CUDA_X_CHUNK rows quantized: k8 bytes + 12 bytes of scales per 32 elements per row). */
+ * QMM_CUDA_X_CHUNK rows quantized: k8 bytes + 12 bytes of scales per 32 elements per row;
+ * then 16 MiB for split-k partials). */
 size_t qmm_cuda_int8_workspace_bytes(int64_t k);
 
-/* Repack m rows of `type` (row i at w + i*row_bytes, device) into q (m_pad x k_pad int8),
- * d and mn ([k_pad/G][m_pad] floats; mn only for min types, may be NULL otherwise) so that
- * d*q (+ mn) is bit-identical to the type's dequantization; padding written as zeros.
- * m_pad = qmm_cuda_int8_pad(m), k_pad = qmm_cuda_int8_pad(k). cudaErrorInvalidValue for a type
- * without int8 support. */
+/* Repack m rows of `type` (row i at w + i*row_bytes, device) into q (fragment order,
+ * qmm_cuda_int8_quant_bytes bytes), d and mn ([k_pad/G][m_pad] floats, rows permuted; mn only
+ * for min types, may be NULL otherwise) so that d*q (+ mn) is bit-identical to the type's
+ * dequantization; padding written as zeros. m_pad = qmm_cuda_int8_pad(m), k_pad =
+ * qmm_cuda_int8_pad(k). cudaErrorInvalidValue for a type without int8 support. */
 cudaError_t qmm_cuda_int8_pack(int type, const void *w, size_t row_bytes, int64_t m, int64_t k,
-                               int64_t m_pad, int64_t k_pad, int8_t *q, float *d, float *mn,
+                               int64_t m_pad, int64_t k_pad, void *q, float *d, float *mn,
                                cudaStream_t stream);
+/* Test aid: the same values in plain order: q m_pad x k_pad int8 row-major, d and mn
+ * [k_pad/G][m_pad] in row order. */
+cudaError_t qmm_cuda_int8_pack_rows(int type, const void *w, size_t row_bytes, int64_t m, int64_t k,
+                                    int64_t m_pad, int64_t k_pad, int8_t *q, float *d, float *mn,
+                                    cudaStream_t stream);
 
 /* Quantize n rows of k floats (x + j*ldx, k a multiple of 32) per 32-element block with the
  * CPU's int8 rule (qmm_x86_int8_quantize_row): q (n_pad x k_pad bytes), dx and s32
@@ -173,14 +184,20 @@ cudaError_t qmm_cuda_int8_quantize_x(const float *x, int64_t n, int64_t n_pad, i
                                      int64_t ldx, int64_t k_pad, int8_t *q, float *dx, float *s32,
                                      float *s16, cudaStream_t stream);
 
-/* int8 strategy: y[t*ldy + i] = sum over blocks c (increasing) of the f32 terms
- * fmaf((float)isum, dx*d_w, acc) (+ fmaf(s, mn_w, acc)) for t < n, i < m, from the repacked
- * W (wq, wd, wm as made by qmm_cuda_int8_pack for m, k) and X quantized per call into
- * `workspace` (>= qmm_cuda_int8_workspace_bytes(k)) in chunks of QMM_CUDA_X_CHUNK rows.
- * Integer mma.sync on tensor cores (sm_80+). Batch-invariant and deterministic. */
-cudaError_t qmm_cuda_int8_matmul(int type, const int8_t *wq, const float *wd, const float *wm,
+/* int8 strategy: y[t*ldy + i] for t < n, i < m in the int8 order (int8.cu: per chunk of 16
+ * blocks p = fmaf((float)isum, dx*d_w, p) (+ fmaf(s, mn_w, p)) over its blocks in increasing
+ * order from 0; y = p_0 + p_1 + ... in chunk order), from the repacked W (wq, wd, wm as made
+ * by qmm_cuda_int8_pack for m, k) and X quantized per call into `workspace` (>=
+ * qmm_cuda_int8_workspace_bytes(k)) in chunks of QMM_CUDA_X_CHUNK rows. Integer mma.sync on
+ * tensor cores (sm_80+); n <= 8: the skinny kernel. Batch-invariant and deterministic. */
+cudaError_t qmm_cuda_int8_matmul(int type, const void *wq, const float *wd, const float *wm,
                                  int64_t m, int64_t k, int64_t n, const float *x, int64_t ldx,
                                  float *y, int64_t ldy, void *workspace, cudaStream_t stream);
+
+/* Test and bench aid: force the int8 GEMM's tile configuration (0: 64x64, 1: 128x64, 2: 64x128
+ * W rows x X rows; -1: chosen per shape) and split-k (0 no, 1 yes where the partials fit;
+ * -1: chosen). Process-global; results do not depend on it. */
+void qmm_cuda_int8_force(int cfg, int split);
 
 /* Test aid: spin for about `ns` nanoseconds on the device, then copy count floats src -> dst.
  * Used to check that qmm_matmul waits for earlier work on the caller's stream. */
