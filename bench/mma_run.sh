@@ -6,18 +6,21 @@
 # batch-invariance test; prefill = cuda_bench int8 (every tile/split variant) and cached_f16 at
 # n = 512, 2048 on the LFM shapes; decode1 = gemv and int8 at n = 1, 8 (LFM and decode shapes,
 # W may stay in L2); decode = the two decode shapes at n = 1 with W rotated through 4 copies.
-# MMA_DEADLINE (seconds since the script started, default 200): later steps are skipped.
+# MMA_END (a date +%s time, default 200 s from the start): a step starts only with 15 s left
+# and is cut at MMA_END.
 set -uo pipefail
 steps=" ${MMA_STEPS:-tests prefill decode1 decode} "
-deadline=${MMA_DEADLINE:-200}
-T0=$SECONDS
+T0=$(date +%s)
+END=${MMA_END:-$((T0 + 200))}
+left() { echo $((END - $(date +%s))); }
+lim() { local l; l=$(left); [ "$1" -lt "$l" ] && echo "$1" || echo "$l"; } # min(step limit, time left)
 step() { case "$steps" in *" $1 "*) ;; *) return 1;; esac
-         if [ $((SECONDS - T0)) -gt "$deadline" ]; then echo "== $1: skipped (deadline)"; return 1; fi
-         echo "== $1 ($((SECONDS - T0)) s)"; }
+         if [ "$(left)" -lt 15 ]; then echo "== $1: skipped (deadline)"; return 1; fi
+         echo "== $1 ($(( $(date +%s) - T0 )) s, $(left) s left)"; }
 if step tests; then
   for f in 'test_int8*' test_batch_invariant; do
     log="$OUT/test_cuda_${f//[*]/}.log"
-    QMM_TEST_CUDA_FILTER="$f" timeout 150 "$BUILD/tests/test_cuda" > "$log" 2>&1
+    QMM_TEST_CUDA_FILTER="$f" timeout "$(lim 150)" "$BUILD/tests/test_cuda" > "$log" 2>&1
     echo "test_cuda $f rc=$?"
     grep -E "^\[ +(FAILED|PASSED|OK) +\]|runs|error|fail" "$log" | head -14
   done
@@ -26,15 +29,15 @@ B=$BUILD/cuda_bench
 nvcc -O2 -Xcompiler -fopenmp -o "$B" bench/cuda_bench.c -Iinclude "$BUILD/libqmm.a" \
   -lcublas -lcublasLt -lnvrtc -lopenblas -lgomp -lm || echo "cuda_bench build failed"
 if step prefill; then
-  timeout 90 "$B" --types q4_0,q4_K --ns 512,2048 --strategies int8,cached_f16 --int8-sweep \
+  timeout "$(lim 90)" "$B" --types q4_0,q4_K --ns 512,2048 --strategies int8,cached_f16 --int8-sweep \
     > "$OUT/bench_prefill.log" 2>&1; echo "prefill rc=$?"; cat "$OUT/bench_prefill.log"
 fi
 if step decode1; then
-  timeout 60 "$B" --types q4_0,q4_K --ns 1,8 --strategies gemv,int8 --int8-sweep \
+  timeout "$(lim 60)" "$B" --types q4_0,q4_K --ns 1,8 --strategies gemv,int8 --int8-sweep \
     > "$OUT/bench_decode1.log" 2>&1; echo "decode1 rc=$?"; cat "$OUT/bench_decode1.log"
 fi
 if step decode; then
-  timeout 60 "$B" --decode-only --rotate-w 4 --types q4_0,q4_K,q6_K,q8_0 --strategies gemv,int8 \
+  timeout "$(lim 60)" "$B" --decode-only --rotate-w 4 --types q4_0,q4_K,q6_K,q8_0 --strategies gemv,int8 \
     > "$OUT/bench_decode.log" 2>&1; echo "decode rc=$?"; cat "$OUT/bench_decode.log"
 fi
-echo "== mma_run done ($((SECONDS - T0)) s)"
+echo "== mma_run done ($(( $(date +%s) - T0 )) s)"
