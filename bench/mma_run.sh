@@ -17,16 +17,34 @@ lim() { local l; l=$(left); [ "$1" -lt "$l" ] && echo "$1" || echo "$l"; } # min
 step() { case "$steps" in *" $1 "*) ;; *) return 1;; esac
          if [ "$(left)" -lt 15 ]; then echo "== $1: skipped (deadline)"; return 1; fi
          echo "== $1 ($(( $(date +%s) - T0 )) s, $(left) s left)"; }
+# Binaries carried from another machine (BUILD/tests/test_cuda, BUILD/cuda_bench) are used when
+# they load here; otherwise test_cuda is built (sm_90a) and cuda_bench linked from libqmm.a.
+if [ ! -x "$BUILD/tests/test_cuda" ] || ldd "$BUILD/tests/test_cuda" | grep -q "not found"; then
+  echo "== build test_cuda here"
+  rm -f "$BUILD/cuda_bench" "$BUILD/tests/test_cuda"
+  cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a -DQMM_CUDA=ON \
+    > "$OUT/configure.log" 2>&1 && cmake --build "$BUILD" -j16 --target test_cuda > "$OUT/build.log" 2>&1
+  echo "build rc=$?"; grep -E "error|FAILED" "$OUT/build.log" | head -10
+else
+  echo "== carried binaries load here"
+fi
 if step tests; then
   for f in 'test_int8*' test_batch_invariant; do
     log="$OUT/test_cuda_${f//[*]/}.log"
     QMM_TEST_CUDA_FILTER="$f" timeout "$(lim 150)" "$BUILD/tests/test_cuda" > "$log" 2>&1
-    echo "test_cuda $f rc=$?"
+    rc=$?
+    echo "test_cuda $f rc=$rc"
     grep -E "^\[ +(FAILED|PASSED|OK) +\]|runs|error|fail" "$log" | head -14
+    if [ $rc -ne 0 ] && [ "$f" = 'test_int8*' ] && [ "$(left)" -gt 90 ]; then
+      echo "== memcheck of the quick int8 tests (they failed)"
+      QMM_TEST_CUDA_QUICK=1 QMM_TEST_CUDA_FILTER='test_int8_order_exact' timeout 60 compute-sanitizer --tool memcheck \
+        "$BUILD/tests/test_cuda" > "$OUT/memcheck_int8.log" 2>&1
+      grep -E "ERROR SUMMARY|Invalid|at 0x|by thread|Address" "$OUT/memcheck_int8.log" | head -12
+    fi
   done
 fi
 B=$BUILD/cuda_bench
-nvcc -O2 -Xcompiler -fopenmp -o "$B" bench/cuda_bench.c -Iinclude "$BUILD/libqmm.a" \
+[ -x "$B" ] && ! ldd "$B" | grep -q "not found" || nvcc -O2 -Xcompiler -fopenmp -o "$B" bench/cuda_bench.c -Iinclude "$BUILD/libqmm.a" \
   -lcublas -lcublasLt -lnvrtc -lopenblas -lgomp -lm || echo "cuda_bench build failed"
 if step prefill; then
   timeout "$(lim 90)" "$B" --types q4_0,q4_K --ns 512,2048 --strategies int8,cached_f16 --int8-sweep \
