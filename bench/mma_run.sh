@@ -13,6 +13,7 @@
 #   sanitize  memcheck, racecheck, synccheck over the quick int8 exact test
 #   decode    gemv and int8 at n = 1, 8 (LFM and decode shapes), then the decode shapes at n = 1
 #             with W rotated through 4 copies
+#   decodeq   int8 on the two decode shapes at n = 1 (q4_0, q4_K; W may stay in L2)
 #   full      the whole test_cuda, then test_conformance on the CUDA backend
 # MMA_END (a date +%s time, default 200 s from the start): a step starts only with 15 s left and
 # is cut at MMA_END. Logs: $OUT/logs.tgz (and the summary on stdout).
@@ -81,6 +82,10 @@ if step decode; then
     > "$L/bench_decode1.log" 2>&1; echo "decode1 rc=$?"; cat "$L/bench_decode1.log"
   timeout "$(lim 40)" "$B" --decode-only --rotate-w 4 --types q4_0,q4_K,q6_K,q8_0 --strategies gemv,int8 \
     > "$L/bench_decode.log" 2>&1; echo "decode rc=$?"; cat "$L/bench_decode.log"
+fi
+if step decodeq; then
+  timeout "$(lim 30)" "$B" --decode-only --types q4_0,q4_K --strategies int8 > "$L/bench_decodeq.log" 2>&1
+  echo "decodeq rc=$?"; cat "$L/bench_decodeq.log"
 fi
 if step full; then
   timeout "$(lim 150)" "$T" > "$L/test_cuda_full.log" 2>&1; echo "test_cuda (full) rc=$?"; summary "$L/test_cuda_full.log" 20

@@ -58,12 +58,13 @@
  * k: batch-invariant and deterministic (no atomics; the split-k partials are summed in chunk
  * order by one thread).
  *
- * Kernels: n <= 8: i8_skinny_kernel (a warp per 16 W rows and a group of chunks, W and X
- * fragments loaded from global memory straight into registers; chunk partials of a CTA added
- * in shared memory); n > 8: i8_gemm_kernel (CTA tiles of 64 or 128 W rows x 64 or 128 X rows,
- * warps of 32 x 32 outputs, 4-stage cp.async pipeline, X fragments by ldmatrix), one CTA per
- * chunk (split-k: chunk partials in the workspace, then i8_reduce_kernel) or all chunks in one
- * CTA (y kept between chunks in shared memory). Sources for the PTX fragment layouts: PTX ISA,
+ * Kernels: n <= 8: i8_skinny_kernel (a warp per 16 W rows and chunk, W fragments loaded from
+ * global memory straight into registers, the 8 X rows and the CTA's scales staged in shared
+ * memory); n > 8: i8_gemm_kernel (CTA tiles of 64 or 128 W rows x 64 or 128 X rows, warps of
+ * 32 x 32 outputs, 4-stage cp.async pipeline, X fragments by ldmatrix). Either runs one CTA
+ * per chunk (split-k: chunk partials in the workspace, then i8_reduce_kernel) or all chunks in
+ * one CTA (y kept between chunks: in registers, or the GEMM's shared memory). Sources for the
+ * PTX fragment layouts: PTX ISA,
  * "Matrix Fragments for mma.m16n8k32" and "mma.m16n8k16" with .s8/.u8 operands, "ldmatrix".
  */
 #include <stdint.h>
@@ -81,8 +82,7 @@
 #define I8_STAGES 4
 #define I8_XROW (I8_BK + 16) /* shared X row stride in bytes: ldmatrix rows hit distinct banks */
 #define I8_SKINNY_ROWS 8     /* X rows of the skinny kernel (n <= 8) */
-#define I8_SKINNY_WARPS 8    /* warps per skinny CTA */
-#define I8_SKINNY_SMEM_MAX (192 * 1024) /* shared bytes of chunk partials, at most */
+#define I8_SKINNY_WARPS 8    /* warps (m16 tiles) per skinny CTA */
 /* Workspace bytes for split-k chunk partials (beyond them: no split, same results). */
 #define I8_PARTIAL_BYTES ((size_t)16 << 20)
 
@@ -739,109 +739,111 @@ __global__ void __launch_bounds__(32 * WM * WN) i8_gemm_kernel(const i8_args a) 
             }
 }
 
-/* n <= 8: a CTA of I8_SKINNY_WARPS warps = tpc m16 tiles x ks k-groups (tpc * ks = 8): warp
- * w computes tile blockIdx.x * tpc + w % tpc (16 W rows) against the 8 X rows (padding rows
- * are zero; outputs past n are not stored), for the chunks c = w / tpc, + ks, + 2ks, ...
- * Everything comes from global memory straight into registers, HB blocks at a time (all loads
- * of a batch issued before its first MMA; no barrier in the loop). ks = 1: y in registers
- * (y = p_0, y += p_c); ks > 1: every chunk partial p_c into shared memory, then after one
- * barrier the CTA adds them in chunk order. */
-template <int G, bool MIN, int FMT>
-__global__ void __launch_bounds__(32 * I8_SKINNY_WARPS, 2) i8_skinny_kernel(const i8_args a, int ks) {
-    constexpr int TB = i8_tile_bytes<FMT>::v, SPB = 32 / G, THREADS = 32 * I8_SKINNY_WARPS;
-    constexpr int HB = (G == 16 || MIN) ? 4 : 8; /* blocks per load batch (registers: 2 CTAs per SM) */
-    extern __shared__ __align__(16) float i8_part[]; /* ks > 1: [chunk][tpc][e][lane] */
+/* n <= 8: a CTA of I8_SKINNY_WARPS warps, warp w on the 16 W rows of tile blockIdx.x *
+ * I8_SKINNY_WARPS + w against the 8 X rows (padding rows are zero; outputs past n are not
+ * stored). Per chunk the X quants, dx and s of the chunk and the CTA's W scales and mins are
+ * staged in shared memory; the warp's W fragments of the chunk (8 tiles) are loaded from
+ * global memory straight into registers, all before the first MMA. MULTI: every chunk (y in
+ * registers between chunks); else chunk blockIdx.y only. */
+template <int G, bool MIN, int FMT, bool MULTI>
+__global__ void __launch_bounds__(32 * I8_SKINNY_WARPS) i8_skinny_kernel(const i8_args a) {
+    constexpr int TB = i8_tile_bytes<FMT>::v, SPB = 32 / G, NSC = I8_KS * SPB; /* sub-blocks per chunk */
+    constexpr int THREADS = 32 * I8_SKINNY_WARPS, ROWS = 16 * I8_SKINNY_WARPS, NT = I8_KS / 2;
+    constexpr int XR = I8_KS * 32 + 16; /* shared X row stride: rows g land on distinct banks */
+    __shared__ __align__(16) int8_t xs[I8_SKINNY_ROWS * XR];
+    __shared__ __align__(16) float sdx[I8_KS][I8_SKINNY_ROWS];
+    __shared__ __align__(16) float ssx[MIN ? NSC : 1][I8_SKINNY_ROWS];
+    __shared__ __align__(16) float sdw[NSC][ROWS];
+    __shared__ __align__(16) float smw[MIN ? NSC : 1][ROWS];
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
-    const int tpc = I8_SKINNY_WARPS / ks, tl = warp % tpc, kg = warp / tpc;
-    const int64_t mt = (int64_t)blockIdx.x * tpc + tl;
+    const int64_t i0 = (int64_t)blockIdx.x * ROWS, mt = (int64_t)blockIdx.x * I8_SKINNY_WARPS + warp;
     const bool live = mt * 16 < a.m; /* warp-uniform */
     const int nblk = a.nblk, nchunk = (nblk + I8_KS - 1) / I8_KS;
-    const int64_t tstride = (a.m_pad / 16) * TB;          /* bytes from one k64 tile to the next */
-    const int64_t wpos = (mt >> 2) * 64 + 8 * g + 2 * (mt & 3); /* rows g, g+8 of tile mt */
-    const uint8_t *wbase = a.wq + mt * TB + 16 * lane;
-    const int8_t *xrow = a.xq + g * a.k_pad + 4 * t;
-    float tot[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    if (live) {
-        for (int ch = kg; ch < nchunk; ch += ks) {
-            const int b0 = ch * I8_KS, nb = min(I8_KS, nblk - b0);
-            float p[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll
-            for (int hb = 0; hb < I8_KS; hb += HB) {
-                if (hb >= nb) break;
-                uint4 wv[FMT == I8_FMT_S8 ? HB : HB / 2];
-                uint32_t xb[HB][2];
-                float2 dxv[HB], dwv[HB][SPB], mwv[HB][SPB], sxv[HB][SPB];
-#pragma unroll
-                for (int u = 0; u < HB; u++) {
-                    const int bl = hb + u, blk = b0 + bl;
-                    const bool in = bl < nb;
-                    if (FMT == I8_FMT_S8 || u % 2 == 0) {
-                        const uint8_t *wp = wbase + (int64_t)(blk >> 1) * tstride + (FMT == I8_FMT_S8 ? 512 * (bl & 1) : 0);
-                        wv[FMT == I8_FMT_S8 ? u : u / 2] = in ? __ldg((const uint4 *)wp) : make_uint4(0, 0, 0, 0);
-                    }
-                    xb[u][0] = in ? __ldg((const uint32_t *)(xrow + 32 * (int64_t)blk)) : 0u;
-                    xb[u][1] = in ? __ldg((const uint32_t *)(xrow + 32 * (int64_t)blk + 16)) : 0u;
-                    dxv[u] = in ? __ldg((const float2 *)(a.xd + (int64_t)blk * a.n_pad + 2 * t)) : make_float2(0.0f, 0.0f);
-#pragma unroll
-                    for (int h = 0; h < SPB; h++) {
-                        const int64_t sb = (int64_t)blk * SPB + h;
-                        dwv[u][h] = in ? __ldg((const float2 *)(a.wd + sb * a.m_pad + wpos)) : make_float2(0.0f, 0.0f);
-                        mwv[u][h] = MIN && in ? __ldg((const float2 *)(a.wm + sb * a.m_pad + wpos)) : make_float2(0.0f, 0.0f);
-                        sxv[u][h] = MIN && in ? __ldg((const float2 *)(a.xs + sb * a.n_pad + 2 * t)) : make_float2(0.0f, 0.0f);
-                    }
-                }
-#pragma unroll
-                for (int u = 0; u < HB; u++) {
-                    if (hb + u >= nb) break;
-                    uint32_t A[4];
-                    if constexpr (FMT == I8_FMT_S8) {
-                        A[0] = wv[u].x, A[1] = wv[u].y, A[2] = wv[u].z, A[3] = wv[u].w;
-                    } else {
-                        const uint4 v = wv[u / 2];
-                        const uint32_t pw[4] = {v.x, v.y, v.z, v.w};
-                        i8_expand<FMT>(pw, (hb + u) & 1, A);
-                    }
-#pragma unroll
-                    for (int h = 0; h < SPB; h++) {
-                        int r[4];
-                        if constexpr (G == 32) i8_mma_k32<FMT == I8_FMT_NIB_U>(A, xb[u][0], xb[u][1], i8_magic<FMT>::bits, r);
-                        else i8_mma_k16(A[2 * h], A[2 * h + 1], xb[u][h], i8_magic<FMT>::bits, r);
-#pragma unroll
-                        for (int e = 0; e < 4; e++)
-                            p[e] = i8_term<FMT, MIN>(r[e], (e & 1) ? dxv[u].y : dxv[u].x,
-                                                     (e >> 1) ? dwv[u][h].y : dwv[u][h].x,
-                                                     (e & 1) ? sxv[u][h].y : sxv[u][h].x,
-                                                     (e >> 1) ? mwv[u][h].y : mwv[u][h].x, p[e]);
-                    }
-                }
+    const int ch0 = MULTI ? 0 : (int)blockIdx.y, ch1 = MULTI ? nchunk : ch0 + 1;
+    const int64_t tstride = (a.m_pad / 16) * TB; /* bytes from one k64 tile to the next */
+    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f}, tot[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (int ch = ch0; ch < ch1; ch++) {
+        const int b0 = ch * I8_KS, nb = min(I8_KS, nblk - b0);
+        __syncthreads(); /* every warp is done with the previous chunk */
+        for (int c = tid; c < I8_SKINNY_ROWS * 2 * I8_KS; c += THREADS) {
+            const int r = c / (2 * I8_KS), col = c % (2 * I8_KS);
+            if (col < 2 * nb) i8_cp16(xs + r * XR + 16 * col, a.xq + r * a.k_pad + 32 * (int64_t)b0 + 16 * col);
+        }
+        for (int c = tid; c < 2 * I8_KS; c += THREADS)
+            if ((c >> 1) < nb) i8_cp16(&sdx[c >> 1][4 * (c & 1)], a.xd + (int64_t)(b0 + (c >> 1)) * a.n_pad + 4 * (c & 1));
+        for (int c = tid; c < NSC * ROWS / 4; c += THREADS) {
+            const int sb = c / (ROWS / 4), col = 4 * (c % (ROWS / 4));
+            if (sb < nb * SPB) {
+                const int64_t at = ((int64_t)b0 * SPB + sb) * a.m_pad + i0 + col;
+                i8_cp16(&sdw[sb][col], a.wd + at);
+                if (MIN) i8_cp16(&smw[sb][col], a.wm + at);
             }
-            if (ks == 1) {
+        }
+        if (MIN)
+            for (int c = tid; c < 2 * NSC; c += THREADS)
+                if ((c >> 1) < nb * SPB)
+                    i8_cp16(&ssx[c >> 1][4 * (c & 1)], a.xs + ((int64_t)b0 * SPB + (c >> 1)) * a.n_pad + 4 * (c & 1));
+        i8_commit();
+        /* W fragments of the chunk, straight to registers (before waiting for the staging) */
+        uint4 wv[FMT == I8_FMT_S8 ? 2 * NT : NT];
+        const uint8_t *wt = a.wq + ((int64_t)(b0 / 2) * (a.m_pad / 16) + mt) * TB + 16 * lane;
 #pragma unroll
-                for (int e = 0; e < 4; e++) tot[e] = ch == 0 ? p[e] : __fadd_rn(tot[e], p[e]);
+        for (int u = 0; u < NT; u++) {
+            const bool in = live && 2 * u < nb;
+            if constexpr (FMT == I8_FMT_S8) {
+                wv[2 * u] = in ? __ldg((const uint4 *)(wt + u * tstride)) : make_uint4(0, 0, 0, 0);
+                wv[2 * u + 1] = in ? __ldg((const uint4 *)(wt + u * tstride + 512)) : make_uint4(0, 0, 0, 0);
             } else {
+                wv[u] = in ? __ldg((const uint4 *)(wt + u * tstride)) : make_uint4(0, 0, 0, 0);
+            }
+        }
+        i8_wait<0>();
+        __syncthreads(); /* the chunk is staged */
+        if (!live) continue;
+        const int wpos = (warp >> 2) * 64 + 8 * g + 2 * (warp & 3); /* rows g, g+8 of tile mt */
 #pragma unroll
-                for (int e = 0; e < 4; e++) i8_part[(((int64_t)ch * tpc + tl) * 4 + e) * 32 + lane] = p[e];
+        for (int bl = 0; bl < I8_KS; bl++) {
+            if (bl >= nb) break;
+            uint32_t A[4];
+            if constexpr (FMT == I8_FMT_S8) {
+                A[0] = wv[bl].x, A[1] = wv[bl].y, A[2] = wv[bl].z, A[3] = wv[bl].w;
+            } else {
+                const uint4 v = wv[bl / 2];
+                const uint32_t p[4] = {v.x, v.y, v.z, v.w};
+                i8_expand<FMT>(p, bl & 1, A);
+            }
+            const uint32_t b0r = *(const uint32_t *)(xs + g * XR + 32 * bl + 4 * t);
+            const uint32_t b1r = *(const uint32_t *)(xs + g * XR + 32 * bl + 16 + 4 * t);
+            const float2 dxv = *(const float2 *)&sdx[bl][2 * t];
+#pragma unroll
+            for (int h = 0; h < SPB; h++) {
+                const int sb = bl * SPB + h;
+                const float2 dw2 = *(const float2 *)&sdw[sb][wpos];
+                const float2 mw2 = MIN ? *(const float2 *)&smw[sb][wpos] : make_float2(0.0f, 0.0f);
+                const float2 sxv = MIN ? *(const float2 *)&ssx[sb][2 * t] : make_float2(0.0f, 0.0f);
+                int r[4];
+                if constexpr (G == 32) i8_mma_k32<FMT == I8_FMT_NIB_U>(A, b0r, b1r, i8_magic<FMT>::bits, r);
+                else i8_mma_k16(A[2 * h], A[2 * h + 1], h ? b1r : b0r, i8_magic<FMT>::bits, r);
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    acc[e] = i8_term<FMT, MIN>(r[e], (e & 1) ? dxv.y : dxv.x, (e >> 1) ? dw2.y : dw2.x,
+                                               (e & 1) ? sxv.y : sxv.x, (e >> 1) ? mw2.y : mw2.x, acc[e]);
+            }
+        }
+        if (MULTI) {
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                tot[e] = ch == 0 ? acc[e] : __fadd_rn(tot[e], acc[e]);
+                acc[e] = 0.0f;
             }
         }
     }
-    if (ks == 1) {
-        if (!live) return;
+    if (!live) return;
+    float *out = a.out + (MULTI ? 0 : (int64_t)blockIdx.y * a.zs);
 #pragma unroll
-        for (int e = 0; e < 4; e++) {
-            const int64_t i = mt * 16 + g + 8 * (e >> 1), j = 2 * t + (e & 1);
-            if (i < a.m && j < a.nc) a.out[j * a.ldo + i] = tot[e];
-        }
-        return;
-    }
-    __syncthreads(); /* every chunk partial of the CTA is in shared memory */
-    for (int v = tid; v < tpc * 128; v += THREADS) {
-        const int tl2 = v >> 7, e = (v >> 5) & 3, ln = v & 31;
-        const int64_t mt2 = (int64_t)blockIdx.x * tpc + tl2;
-        const int64_t i = mt2 * 16 + (ln >> 2) + 8 * (e >> 1), j = 2 * (ln & 3) + (e & 1);
-        if (i >= a.m || j >= a.nc) continue;
-        float y = i8_part[((int64_t)tl2 * 4 + e) * 32 + ln];
-        for (int ch = 1; ch < nchunk; ch++) y = __fadd_rn(y, i8_part[(((int64_t)ch * tpc + tl2) * 4 + e) * 32 + ln]);
-        a.out[j * a.ldo + i] = y;
+    for (int e = 0; e < 4; e++) {
+        const int64_t i = mt * 16 + g + 8 * (e >> 1), j = 2 * t + (e & 1);
+        if (i < a.m && j < a.nc) out[j * a.ldo + i] = MULTI ? tot[e] : acc[e];
     }
 }
 
@@ -904,26 +906,22 @@ template <int G, bool MIN, int FMT> struct i8_kernels {
         default: return gemm1<2, 4, true>(a, 1, s);
         }
     }
-    static cudaError_t skinny(int ks, const i8_args &a, int nchunk, cudaStream_t s) {
-        static unsigned long long done = 0;
-        const int tpc = I8_SKINNY_WARPS / ks, smem = ks > 1 ? nchunk * tpc * 512 : 0;
-        cudaError_t e = i8_smem_attr(i8_skinny_kernel<G, MIN, FMT>, I8_SKINNY_SMEM_MAX, &done);
-        if (e != cudaSuccess) return e;
-        const int64_t tiles = (a.m + 15) / 16;
-        i8_skinny_kernel<G, MIN, FMT><<<(unsigned)((tiles + tpc - 1) / tpc), 32 * I8_SKINNY_WARPS, smem, s>>>(a, ks);
+    static cudaError_t skinny(bool split, const i8_args &a, int nz, cudaStream_t s) {
+        const dim3 grid((unsigned)((a.m + 16 * I8_SKINNY_WARPS - 1) / (16 * I8_SKINNY_WARPS)), (unsigned)(split ? nz : 1));
+        if (split) i8_skinny_kernel<G, MIN, FMT, false><<<grid, 32 * I8_SKINNY_WARPS, 0, s>>>(a);
+        else i8_skinny_kernel<G, MIN, FMT, true><<<grid, 32 * I8_SKINNY_WARPS, 0, s>>>(a);
         return cudaGetLastError();
     }
 };
 
 template <int T> struct i8_launch {
-    /* skinny: cfg is the k-split ks of the skinny kernel */
     static void run(bool skinny, int cfg, bool split, const i8_args *a, int nz, cudaStream_t s, cudaError_t *e) {
         typedef qmm_cuda_type<T> D;
         if constexpr (!D::int8) {
             *e = cudaErrorInvalidValue;
         } else {
             typedef i8_kernels<D::int8_sub_block, D::int8_min, i8_fmt<T>::v> K;
-            *e = skinny ? K::skinny(cfg, *a, nz, s) : K::gemm(cfg, split, *a, nz, s);
+            *e = skinny ? K::skinny(split, *a, nz, s) : K::gemm(cfg, split, *a, nz, s);
         }
     }
 };
@@ -994,16 +992,8 @@ extern "C" cudaError_t qmm_cuda_int8_matmul(int type, const void *wq, const floa
         int cfg = 0;
         bool split = false;
         if (skinny) {
-            /* k-groups per CTA: the fewest (1, 2, 4, 8) that give 16 warps per SM, at most the
-             * chunks, with the chunk partials within I8_SKINNY_SMEM_MAX; forced split 0: 1,
-             * forced split 1: 2 (where there are two chunks) */
-            const int64_t tiles = (m + 15) / 16;
-            int ks = 1;
-            while (ks < I8_SKINNY_WARPS && ks < nchunk && tiles * ks < 16 * (int64_t)i8_sms()) ks *= 2;
-            if (g_i8_split == 0) ks = 1;
-            if (g_i8_split == 1) ks = nchunk > 1 ? 2 : 1;
-            while (ks > 1 && (int64_t)nchunk * (I8_SKINNY_WARPS / ks) * 512 > I8_SKINNY_SMEM_MAX) ks /= 2;
-            cfg = ks;
+            split = split_ok && (m + 127) / 128 < 2 * (int64_t)i8_sms();
+            if (g_i8_split >= 0) split = split_ok && g_i8_split == 1;
         } else {
             i8_choose(m, nc, nblk, nchunk, split_ok, &cfg, &split);
             if (g_i8_cfg >= 0) cfg = g_i8_cfg;
