@@ -78,6 +78,8 @@ qmm_context_params qmm_context_default_params(void) {
     p.flags = 0;
     p.cuda_device = 0;
     p.cuda_stream = NULL;
+    p.cache = QMM_CACHE_DEFAULT;
+    p.cache_limit = 0.0;
     return p;
 }
 
@@ -96,6 +98,15 @@ qmm_status qmm_context_create(const qmm_context_params *params, qmm_context **ou
         return qmm_error(QMM_ERR_INVALID_ARGUMENT, "unknown strategy %d", (int)p.strategy);
     if (p.flags & ~(unsigned)(QMM_FLAG_BATCH_INVARIANT | QMM_FLAG_VALIDATE))
         return qmm_error(QMM_ERR_INVALID_ARGUMENT, "unknown flags 0x%x", p.flags);
+    if ((int)p.cache < QMM_CACHE_DEFAULT || p.cache > QMM_CACHE_UNLIMITED)
+        return qmm_error(QMM_ERR_INVALID_ARGUMENT, "unknown cache policy %d (expected "
+                         "QMM_CACHE_DEFAULT, _NONE, _LIMIT or _UNLIMITED)", (int)p.cache);
+    if (!(p.cache_limit >= 0.0 && p.cache_limit <= 1e12)) /* also false for NaN */
+        return qmm_error(QMM_ERR_INVALID_ARGUMENT, "cache_limit (%g) must be a finite number >= 0",
+                         p.cache_limit);
+    if (p.cache != QMM_CACHE_LIMIT && p.cache_limit != 0.0)
+        return qmm_error(QMM_ERR_INVALID_ARGUMENT, "cache_limit (%g) is only meaningful with "
+                         "QMM_CACHE_LIMIT; it must be 0 with another policy", p.cache_limit);
     if (p.strategy == QMM_STRATEGY_AUTO) {
         const char *env = getenv("QMM_STRATEGY");
         if (env != NULL) {
@@ -204,6 +215,20 @@ void qmm_weights_shape(const qmm_weights *w, qmm_type *type, int64_t *m, int64_t
     if (k) *k = w->k;
 }
 
+qmm_status qmm_weights_memory(const qmm_weights *w, qmm_weights_memory_info *out) {
+    if (w == NULL || out == NULL)
+        return qmm_error(QMM_ERR_INVALID_ARGUMENT, "qmm_weights_memory: %s is NULL",
+                         w == NULL ? "w" : "out");
+    qmm_weights_memory_info info;
+    memset(&info, 0, sizeof info);
+    info.backend = w->ctx->params.backend;
+    w->ctx->ops->weights_memory(w, &info);
+    info.total_bytes = info.gguf_bytes + info.repacked_bytes + info.f16_bytes + info.fp8_bytes +
+                       info.int8_bytes + info.bf16_bytes;
+    *out = info;
+    return QMM_OK;
+}
+
 qmm_status qmm_matmul_strategy(const qmm_context *ctx, const qmm_weights *w, int64_t n,
                                qmm_strategy *out) {
     if (ctx == NULL || w == NULL || out == NULL)
@@ -284,6 +309,33 @@ qmm_status qmm_timer_begin(qmm_context *ctx) {
 qmm_status qmm_timer_end(qmm_context *ctx, double *ms) {
     if (ctx == NULL || ms == NULL) return qmm_error(QMM_ERR_INVALID_ARGUMENT, "qmm_timer_end: NULL argument");
     return ctx->ops->timer_end(ctx, ms);
+}
+
+static qmm_status no_graphs(const qmm_context *ctx, const char *fn) {
+    return qmm_error(QMM_ERR_UNSUPPORTED, "%s: the %s backend has no graphs (time its calls with "
+                     "qmm_timer_begin / qmm_timer_end)", fn, ctx->ops->name);
+}
+
+qmm_status qmm_graph_begin(qmm_context *ctx) {
+    if (ctx == NULL) return qmm_error(QMM_ERR_INVALID_ARGUMENT, "qmm_graph_begin: ctx is NULL");
+    if (ctx->ops->graph_begin == NULL) return no_graphs(ctx, "qmm_graph_begin");
+    return ctx->ops->graph_begin(ctx);
+}
+
+qmm_status qmm_graph_end(qmm_context *ctx) {
+    if (ctx == NULL) return qmm_error(QMM_ERR_INVALID_ARGUMENT, "qmm_graph_end: ctx is NULL");
+    if (ctx->ops->graph_end == NULL) return no_graphs(ctx, "qmm_graph_end");
+    return ctx->ops->graph_end(ctx);
+}
+
+qmm_status qmm_graph_replay(qmm_context *ctx, int64_t times, double *ms) {
+    if (ctx == NULL || ms == NULL)
+        return qmm_error(QMM_ERR_INVALID_ARGUMENT, "qmm_graph_replay: NULL argument");
+    if (times < 1)
+        return qmm_error(QMM_ERR_INVALID_ARGUMENT, "qmm_graph_replay: times (%lld) must be >= 1",
+                         (long long)times);
+    if (ctx->ops->graph_replay == NULL) return no_graphs(ctx, "qmm_graph_replay");
+    return ctx->ops->graph_replay(ctx, times, ms);
 }
 
 void qmm_precision_limits(qmm_precision precision, double *max_nmse, double *max_rel_err) {

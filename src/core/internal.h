@@ -84,6 +84,12 @@ struct qmm_backend_ops {
     qmm_status (*timer_end)(qmm_context *ctx, double *ms);
     /* Optional (NULL: QMM_ERR_UNSUPPORTED): the accelerator's description (qmm.h). */
     qmm_status (*device_info)(qmm_context *ctx, qmm_device_info *out);
+    /* What the weights hold (qmm_weights_memory): *out zeroed by the core, backend set. */
+    void (*weights_memory)(const qmm_weights *w, qmm_weights_memory_info *out);
+    /* Optional (NULL: QMM_ERR_UNSUPPORTED): graph capture and replay (qmm_graph_*); times >= 1. */
+    qmm_status (*graph_begin)(qmm_context *ctx);
+    qmm_status (*graph_end)(qmm_context *ctx);
+    qmm_status (*graph_replay)(qmm_context *ctx, int64_t times, double *ms);
 };
 
 extern const qmm_backend_ops qmm_cpu_backend_ops;

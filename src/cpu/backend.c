@@ -175,6 +175,12 @@ static qmm_status cpu_weights_init(qmm_context *ctx, qmm_weights *w, const void 
     return s;
 }
 
+static void cpu_weights_memory(const qmm_weights *w, qmm_weights_memory_info *out) {
+    const qmm_cpu_weights *cw = w->backend;
+    out->gguf_bytes = cw->stride * (size_t)w->m;
+    qmm_cpu_x86_weights_memory(w, out);
+}
+
 static void cpu_weights_release(qmm_weights *w) {
     qmm_cpu_weights *cw = w->backend;
     if (cw == NULL) return;
@@ -299,4 +305,5 @@ const qmm_backend_ops qmm_cpu_backend_ops = {
     .synchronize = cpu_synchronize,
     .timer_begin = cpu_timer_begin,
     .timer_end = cpu_timer_end,
+    .weights_memory = cpu_weights_memory,
 };

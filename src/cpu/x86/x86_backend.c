@@ -74,6 +74,27 @@ void qmm_cpu_x86_weights_release(qmm_weights *w) {
     cw->x86 = NULL;
 }
 
+static size_t round64(size_t v) { return (v + 63) / 64 * 64; }
+
+void qmm_cpu_x86_weights_memory(const qmm_weights *w, qmm_weights_memory_info *out) {
+    const qmm_cpu_weights *cw = w->backend;
+    const qmm_x86_weights *xw = cw != NULL ? cw->x86 : NULL;
+    if (xw == NULL) return;
+    if (xw->bf16.data != NULL)
+        out->bf16_bytes += round64((size_t)xw->bf16.parts * (size_t)xw->bf16.m_pad *
+                                   (size_t)xw->bf16.k_pad * sizeof(uint16_t)) +
+                           round64((size_t)xw->bf16.m_pad * sizeof(float));
+    if (xw->otf_row_scale != NULL) {
+        const size_t m_pad = ((size_t)w->m + QMM_X86_TILE_M - 1) / QMM_X86_TILE_M * QMM_X86_TILE_M;
+        out->bf16_bytes += round64(m_pad * sizeof(float));
+    }
+    if (xw->int8.q != NULL) {
+        const size_t scales = round64((size_t)xw->int8.m_pad * (size_t)(xw->int8.k / 32) * sizeof(float));
+        out->int8_bytes += round64((size_t)xw->int8.m_pad * (size_t)xw->int8.k) + scales +
+                           (xw->int8.mn != NULL ? scales : 0);
+    }
+}
+
 bool qmm_cpu_x86_fused_amx_has_type(qmm_type type) { return type != QMM_TYPE_F32; }
 
 bool qmm_cpu_x86_fused_amx_f32_has_type(qmm_type type) { return type == QMM_TYPE_F32; }
