@@ -831,6 +831,16 @@ static qmm_status matmul_fp8(qmm_cuda_context *c, const qmm_weights *w, const qm
     return QMM_OK;
 }
 
+/* The cuBLAS strategies take int leading dimensions. */
+static bool blas_ld_too_large(qmm_strategy s, int64_t ldx, int64_t ldy) {
+    return (s == QMM_STRATEGY_DEQUANT_SGEMM || s == QMM_STRATEGY_CACHED_F16) && (ldx > INT_MAX || ldy > INT_MAX);
+}
+
+static qmm_status blas_ld_error(qmm_strategy s, int64_t ldx, int64_t ldy) {
+    return qmm_error(QMM_ERR_UNSUPPORTED, "strategy %s: ldx (%lld) or ldy (%lld) exceeds cuBLAS's "
+                     "int range", qmm_strategy_name(s), (long long)ldx, (long long)ldy);
+}
+
 static qmm_status cuda_matmul(qmm_context *ctx, const qmm_weights *w, qmm_strategy s, int64_t n,
                               const float *x, int64_t ldx, float *y, int64_t ldy) {
     qmm_cuda_context *c = cctx(ctx);
@@ -840,6 +850,7 @@ static qmm_status cuda_matmul(qmm_context *ctx, const qmm_weights *w, qmm_strate
     qmm_status st = check_pointer(c, x, "x");
     if (st == QMM_OK) st = check_pointer(c, y, "y");
     if (st != QMM_OK) return st;
+    if (blas_ld_too_large(s, ldx, ldy)) return blas_ld_error(s, ldx, ldy);
     if (stream_capturing(c)) c->captured = true; /* its workspace may be read by a graph */
     st = prepare(c, w, cw, s);
     /* auto, out of device memory preparing its choice: the next choice, and this one never
@@ -853,9 +864,7 @@ static qmm_status cuda_matmul(qmm_context *ctx, const qmm_weights *w, qmm_strate
         if (st == QMM_OK) st = prepare(c, w, cw, s);
     }
     if (st != QMM_OK) return st;
-    if ((s == QMM_STRATEGY_DEQUANT_SGEMM || s == QMM_STRATEGY_CACHED_F16) && (ldx > INT_MAX || ldy > INT_MAX))
-        return qmm_error(QMM_ERR_UNSUPPORTED, "strategy %s: ldx (%lld) or ldy (%lld) exceeds "
-                         "cuBLAS's int range", qmm_strategy_name(s), (long long)ldx, (long long)ldy);
+    if (blas_ld_too_large(s, ldx, ldy)) return blas_ld_error(s, ldx, ldy); /* auto's next choice */
     switch (s) {
     case QMM_STRATEGY_GEMV:
         CU(qmm_cuda_gemv(w->type, cw->q, w->row_bytes, w->m, w->k, n, x, ldx, y, ldy, c->stream),

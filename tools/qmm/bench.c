@@ -11,9 +11,9 @@
  * graph (qmm_graph_begin/end), replayed `iters` times (qmm_graph_replay), the median replay
  * divided by its calls. The last output is compared in full with qmm_matmul_ref (parallel
  * over blocks of W rows); a row that fails prints FAIL and no speed, and the command exits 1.
- * Each row also reports what its weights object holds (qmm_weights_memory); the weights are
- * made anew for a row when an earlier row left copies in them, so that a row shows the copies
- * of its own path.
+ * Each row also reports what its first weights object holds (qmm_weights_memory); that object
+ * is made anew for a row when an earlier row left copies in it, so that a row shows the
+ * copies of its own path.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -905,13 +905,14 @@ static void bench_matrix_run(bench_run *r, const bench_matrix *bm) {
             row.x_sum = x_sum;
             row.w_sum = w_sum;
             row.copies = copies;
-            /* weights an earlier row left copies in are made anew: a row shows its own path's */
-            if (weights_have_copies(w[0])) {
-                for (int i = 0; i < n_w; i++) qmm_weights_free(w[i]);
-                memset(w, 0, sizeof w);
-                n_w = 0;
+            /* w[0], whose memory the row reports, is made anew when an earlier row left copies
+             * in it: a row shows what its own path holds (the other copies keep theirs) */
+            st = QMM_OK;
+            if (w[0] == NULL || weights_have_copies(w[0])) {
+                qmm_weights_free(w[0]);
+                w[0] = NULL;
+                st = qmm_weights_create(ctx, bm->type, bm->m, bm->k, bm->w, row_bytes, &w[0]);
             }
-            st = weights_make(ctx, bm, row_bytes, w, &n_w, copies); /* no-op when all are there */
             if (st != QMM_OK)
                 row_fail(&row, "making the weights again: %s: %s", qmm_status_str(st), qmm_last_error());
             else
