@@ -6,15 +6,9 @@
  * The sm_90 row was measured on an H200 with bench/cuda_bench (built and run by
  * `bench/gpu_run.sh bench`; device time of 100 calls replayed in a CUDA graph, every line
  * verified against qmm_matmul_ref first) on the LFM2.5-350M shapes for q4_0, q4_K, q6_K and
- * f16 at n = 1, 8, 512 (the numbers: docs/PERF.md, "NVIDIA H200" sections; docs/CUDA.md,
- * "Measured (H200), second round"):
- *   f16_min_n 2   cached_f16 beat gemv at n = 8 on every shape (q4_0 4608x1024: 4.8 vs 13.3 us)
- *                 and lost at n = 1 (5.2 vs 4.4 us);
- *   fp8_min_n 2   fp8 beat gemv at n = 8 (6.5 vs 13.3 us), lost at n = 1 (6.4 vs 4.4), and
- *                 beat int8 and fused at n = 512 on every shape (4608x1024: 24 vs 33 vs 102);
- *   gemv_max_n 8  the gemv's token group (QMM_CUDA_GEMV_TOKENS), kept from the rule this table
- *                 replaced: gemv against int8 and fused between n = 2 and 64 is not measured;
- *   int8_min_n 9  int8 beat fused at n = 512 on every shape and type (33 vs 102 us above).
+ * f16 at n = 1, 8, 512; docs/CUDA.md ("auto and batch invariance") gives the numbers that set
+ * each threshold. gemv_max_n is the gemv's token group (QMM_CUDA_GEMV_TOKENS), the rule this
+ * table replaced: gemv against int8 and fused between n = 2 and 64 is not measured yet.
  * The row for every other GPU is the same rule, not measured there. To re-measure (every
  * strategy, the crossovers between n = 1 and 512, copies allowed so that every path runs):
  *   qmm bench --backend cuda --cache unlimited --types q4_0,q4_K,q6_K,q8_0
