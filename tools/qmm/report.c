@@ -72,6 +72,18 @@ void report_header_set(report *r, const report_header *h) {
     cJSON_AddStringToObject(j, "source", h->source);
     cJSON_AddBoolToObject(j, "verify", h->verify);
     cJSON_AddBoolToObject(j, "batch_invariant", h->batch_invariant);
+    cJSON_AddStringToObject(j, "auto_table", h->auto_table ? h->auto_table : "");
+    if (h->tuning != NULL) {
+        static const char *const states[3] = {"none", "applied", "ignored"};
+        cJSON *t = cJSON_AddObjectToObject(j, "tuning");
+        if (t != NULL) {
+            cJSON_AddStringToObject(t, "state", (unsigned)h->tuning->state < 3
+                                                    ? states[h->tuning->state] : "?");
+            cJSON_AddStringToObject(t, "path", h->tuning->path);
+            cJSON_AddStringToObject(t, "status", qmm_status_str(h->tuning->status));
+            cJSON_AddStringToObject(t, "reason", h->tuning->reason);
+        }
+    }
     r->gpu = h->gpu_copy_gbps > 0;
     if (r->gpu) {
         cJSON_AddNumberToObject(j, "gpu_copy_gbps", h->gpu_copy_gbps);
@@ -100,6 +112,7 @@ void report_header_set(report *r, const report_header *h) {
             h->source, h->fill, h->seed, h->warmup, h->iters,
             h->verify ? "verified vs qmm_matmul_ref" : "NOT verified (--no-verify)",
             h->batch_invariant ? "; batch-invariant context" : "");
+    if (h->auto_table != NULL) fprintf(r->out, "auto:     %s\n", h->auto_table);
     fprintf(r->out, "command:  %s\n\n", h->command_line);
 }
 

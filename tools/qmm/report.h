@@ -4,7 +4,8 @@
  *
  *   { "header": { "qmm_version", "date", "cpu", "features": [...], "backend", "threads",
  *                 "device", "command_line", "mem_read_gbps", "llc_bytes", "iters", "warmup",
- *                 "fill", "seed", "source", "verify", "batch_invariant", and for CUDA "gpu_copy_gbps",
+ *                 "fill", "seed", "source", "verify", "batch_invariant", "auto_table",
+ *                 "tuning": {"state", "path", "status", "reason"}, and for CUDA "gpu_copy_gbps",
  *                 "gpu_peak_tflops": {"f32", "half", "int8", "fp8"} },
  *     "rows": [ { "type", "label", "m", "k", "n", "count", "strategy", "ms", "gflops",
  *                 "gbps", "roof_pct" (CUDA; else null), "verified", "nmse", "max_rel_err", "max_abs_err", "n_nonfinite",
@@ -20,6 +21,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+
+#include "qmm.h"
 
 typedef enum { ROW_PASS = 0, ROW_FAIL = 1, ROW_SKIP = 2, ROW_UNVERIFIED = 3 } row_status;
 
@@ -52,6 +55,9 @@ typedef struct report_header {
     long long llc_bytes, iters, warmup, seed;
     bool verify;
     bool batch_invariant;           /* the context ran with QMM_FLAG_BATCH_INVARIANT */
+    const char *auto_table;         /* which table auto reads: "tuning file PATH ...", or the
+                                     * compiled-in table (with why no file) */
+    const qmm_tuning_info *tuning;  /* the context's tuning file (qmm_context_tuning) */
 } report_header;
 
 typedef struct report report;
