@@ -61,6 +61,7 @@ class Parsing(unittest.TestCase):
         self.usage_error("--threads", "x", names=["--threads"])
         self.usage_error("--shape", "64x100", "--types", "q4_K", names=["k=100", "q4_K"])
         self.usage_error("--out", "", names=["--out"])
+        self.usage_error("--shape", "64x256,64x256", names=["--shape", "twice"])
         self.usage_error("--frobnicate", names=["--frobnicate"])
         self.usage_error("stray", names=["stray"])
 

@@ -285,24 +285,26 @@ static qmm_status load_file(const char *path, const qmm_tuning_identity *ident,
         return FAIL(QMM_ERR_IO, "read %zu of %zu bytes", got, size);
     }
     buf[size] = '\0';
-    if (size == 0) {
-        free(buf);
-        return FAIL(QMM_ERR_FORMAT, "the file is empty");
-    }
-    if (memchr(buf, '\0', size) != NULL) {
-        free(buf);
+    qmm_status st = qmm_tuning_parse_text(buf, size, ident, parse_rows, rows_out, n_rows, why,
+                                          why_len);
+    free(buf);
+    return st;
+}
+
+qmm_status qmm_tuning_parse_text(const char *text, size_t size, const qmm_tuning_identity *ident,
+                                 qmm_tuning_rows_fn parse_rows, void *rows_out, int *n_rows,
+                                 char *why, size_t why_len) {
+    if (size == 0) return FAIL(QMM_ERR_FORMAT, "the file is empty");
+    if (memchr(text, '\0', size) != NULL)
         return FAIL(QMM_ERR_FORMAT, "the file holds a NUL byte (not a JSON text)");
-    }
     const char *end = NULL;
-    cJSON *root = cJSON_ParseWithLengthOpts(buf, size + 1, &end, 1);
+    cJSON *root = cJSON_ParseWithLengthOpts(text, size + 1, &end, 1);
     if (root == NULL) {
         const size_t at =
-            end != NULL && end >= buf && end <= buf + size ? (size_t)(end - buf) : size;
-        free(buf);
+            end != NULL && end >= text && end <= text + size ? (size_t)(end - text) : size;
         return FAIL(QMM_ERR_FORMAT, "not valid JSON at byte %zu of %zu (truncated or corrupt)",
                     at, size);
     }
-    free(buf);
     qmm_status st = check_document(root, ident, parse_rows, rows_out, n_rows, why, why_len);
     cJSON_Delete(root);
     return st;

@@ -52,6 +52,13 @@ typedef qmm_status (*qmm_tuning_rows_fn)(const cJSON *rows, void *out, char *why
 qmm_status qmm_tuning_load(const char *param, const qmm_tuning_identity *ident,
                            qmm_tuning_rows_fn parse_rows, void *rows_out, qmm_tuning_info *info);
 
+/* Check a file's text (size bytes, then a NUL at text[size]) as qmm_tuning_load checks a
+ * file: QMM_OK with the rows parsed into *rows_out and *n_rows set, or a status with the
+ * reason in why. What the fuzz target fuzz/fuzz_tune.c calls. */
+qmm_status qmm_tuning_parse_text(const char *text, size_t size, const qmm_tuning_identity *ident,
+                                 qmm_tuning_rows_fn parse_rows, void *rows_out, int *n_rows,
+                                 char *why, size_t why_len);
+
 /* Strict JSON helpers. Each returns false with a phrase in why on failure. */
 
 /* `obj` is an object whose keys are all in known[0 .. n_known-1], each at most once. */

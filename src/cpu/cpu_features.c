@@ -56,7 +56,7 @@ static void detect_brand(void) {
     snprintf(g_brand, sizeof g_brand, "unknown");
 #if defined(QMM_X86)
     unsigned r[12];
-    if (__get_cpuid_max(0x80000000u, NULL) < 0x80000004u) return;
+    if ((unsigned)__get_cpuid_max(0x80000000u, NULL) < 0x80000004u) return;
     for (unsigned i = 0; i < 3; i++)
         __cpuid(0x80000002u + i, r[4 * i], r[4 * i + 1], r[4 * i + 2], r[4 * i + 3]);
     char raw[49];

@@ -117,6 +117,13 @@ static bool parse_shapes(const char *s, tune_opts *o) {
         o->shapes[i].label = "custom";
         o->shapes[i].count = 1;
     }
+    for (size_t i = 0; i < n && ok; i++)
+        for (size_t j = 0; j < i && ok; j++)
+            if (o->shapes[i].m == o->shapes[j].m && o->shapes[i].k == o->shapes[j].k) {
+                fprintf(stderr, "qmm tune: --shape lists %lldx%lld twice\n",
+                        (long long)o->shapes[i].m, (long long)o->shapes[i].k);
+                ok = false;
+            }
     o->n_shapes = ok ? (int)n : 0;
     opt_list_free(items);
     return ok;
