@@ -783,9 +783,9 @@ int qmm_cmd_tune(int argc, char **argv) {
                                  (long long)o.ns[i]);
     printf("qmm %s tune: %s, isa %s, %d threads (machine id %s)\n", qmm_version(), id.device,
            id.level, id.threads, id.machine_id);
-    printf("method: %d shapes, n %s, %lld interleaved rounds per point (median), W over %lld "
-           "copies per strategy%s; every candidate verified first\n", o.n_shapes, ns_text,
-           (long long)o.reps, (long long)o.copies,
+    printf("method: %d shapes, n %s, %lld interleaved rounds per point (median), W in %lld "
+           "cop%s per strategy%s; every candidate verified first\n", o.n_shapes, ns_text,
+           (long long)o.reps, (long long)o.copies, o.copies == 1 ? "y" : "ies",
            o.cold ? ", caches flushed before each point" : " (not flushed: quick)");
     printf("\n%-8s %-31s %-22s %s\n", "type", "auto row (else fused)", "worst vs best (tuned)",
            "compiled-in worst");
@@ -816,7 +816,8 @@ int qmm_cmd_tune(int argc, char **argv) {
         double worst = 1.0, compiled_worst = 1.0;
         cJSON *shape_rows[64];
         int n_shape_rows = 0;
-        char text[96];
+        char text[96], shape_text[4096] = "";
+        size_t shape_used = 0;
         for (int s = 0; s < o.n_shapes; s++) {
             tune_rule own = rule;
             const double w_shared = tune_rule_worst(&d, &rule, s);
@@ -829,8 +830,11 @@ int qmm_cmd_tune(int argc, char **argv) {
                 shape_rows[n_shape_rows++] = rule_json(type, &own, &o.shapes[s]);
                 w_s = tune_rule_worst(&d, &own, s);
                 rule_text(&own, text, sizeof text);
-                printf("  %lldx%lld: own row %s (worst %.2fx; with the shared row %.2fx)\n",
-                       (long long)o.shapes[s].m, (long long)o.shapes[s].k, text, w_s, w_shared);
+                if (shape_used < sizeof shape_text)
+                    shape_used += (size_t)snprintf(
+                        shape_text + shape_used, sizeof shape_text - shape_used,
+                        "  %lldx%lld: own row %s (worst %.2fx; with the shared row %.2fx)\n",
+                        (long long)o.shapes[s].m, (long long)o.shapes[s].k, text, w_s, w_shared);
             }
             if (w_s > worst) worst = w_s;
             for (size_t i = 0; i < o.n_ns; i++) {
@@ -848,8 +852,9 @@ int qmm_cmd_tune(int argc, char **argv) {
         for (int q = 0; q < n_shape_rows; q++) cJSON_AddItemToArray(rows, shape_rows[q]);
         cJSON_AddItemToArray(rows, rule_json(type, &rule, NULL));
         rule_text(&rule, text, sizeof text);
-        printf("%-8s %-31s %-22.2f %.2f%s\n", qmm_type_name(type), text, worst, compiled_worst,
-               isfinite(compiled_worst) ? "" : " (it picks a path pruned as too slow)");
+        printf("%-8s %-31s %-22.2f %.2f%s\n%s", qmm_type_name(type), text, worst, compiled_worst,
+               isfinite(compiled_worst) ? "" : " (it picks a path pruned as too slow)",
+               shape_text);
         fflush(stdout);
     }
     progress_clear(&r);
