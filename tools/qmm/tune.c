@@ -395,11 +395,12 @@ static void measure_shape(tune_run *r, qmm_type type, int si, shape_result *res)
     }
     /* the candidates this type has, each with its own weights copies */
     for (int c = 0; c < TUNE_CAND && st == QMM_OK; c++) {
-        for (int j = 0; j < copies && st == QMM_OK; j++)
-            st = qmm_weights_create(ctx, type, m, k, w_host, row_bytes, &w[c][j]);
+        st = qmm_weights_create(ctx, type, m, k, w_host, row_bytes, &w[c][0]);
         qmm_strategy got;
         if (st == QMM_OK) qmm_context_set_strategy(ctx, cand_strategy[c]);
         res->avail[c] = st == QMM_OK && qmm_matmul_strategy(ctx, w[c][0], 1, &got) == QMM_OK;
+        for (int j = 1; j < copies && st == QMM_OK && res->avail[c]; j++)
+            st = qmm_weights_create(ctx, type, m, k, w_host, row_bytes, &w[c][j]);
     }
     if (st != QMM_OK) {
         say(r, "qmm tune: %s %lldx%lld: %s: %s\n", qmm_type_name(type), (long long)m,
