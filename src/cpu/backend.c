@@ -135,9 +135,10 @@ static qmm_status cpu_context_init(qmm_context *ctx) {
     if (tune_status == QMM_OK && ctx->tuning.state == QMM_TUNING_APPLIED) {
         const size_t len = strlen(ctx->tuning.path) + sizeof "tuning file ";
         st->tuned_name = malloc(len);
-        if (st->tuned_name == NULL) tune_status = qmm_error(QMM_ERR_OUT_OF_MEMORY, "CPU context: "
-                                                             "out of memory");
-        else snprintf(st->tuned_name, len, "tuning file %s", ctx->tuning.path);
+        if (st->tuned_name == NULL)
+            tune_status = qmm_error(QMM_ERR_OUT_OF_MEMORY, "CPU context: out of memory");
+        else
+            snprintf(st->tuned_name, len, "tuning file %s", ctx->tuning.path);
     }
     if (tune_status != QMM_OK) {
         qmm_cpu_auto_rows_free(&st->tuned);
