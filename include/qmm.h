@@ -303,6 +303,11 @@ typedef struct qmm_context_params {
     qmm_backend backend;   /**< default QMM_BACKEND_CPU */
     int n_threads;         /**< CPU worker threads; 0 = all online cores (default 0) */
     qmm_strategy strategy; /**< default QMM_STRATEGY_AUTO; the env QMM_STRATEGY overrides AUTO */
+    /** The tuning file AUTO reads (docs/TUNING.md): NULL (default) = the environment
+     *  QMM_TUNE_FILE if set, else the default location for this machine (see
+     *  qmm_context_tuning); "" = none (the compiled-in table); a path = that file, which must
+     *  exist and match this machine and qmm version (else context creation fails). Copied. */
+    const char *tune_file;
     unsigned flags;        /**< QMM_FLAG_*; default 0 */
     int cuda_device;       /**< CUDA device ordinal (default 0) */
     void *cuda_stream;     /**< a cudaStream_t owned by the caller, or NULL to create one */
@@ -319,9 +324,15 @@ QMM_API qmm_context_params qmm_context_default_params(void);
 
 /**
  * Create a context. `params` may be NULL for defaults. The env var QMM_STRATEGY (a strategy
- * name), if set, replaces an AUTO strategy; an unparseable value is an error.
+ * name), if set, replaces an AUTO strategy; an unparseable value is an error. The tuning file
+ * is chosen and read here (params.tune_file, QMM_TUNE_FILE, the default location: see
+ * qmm_context_tuning and docs/TUNING.md).
  * Errors: QMM_ERR_INVALID_ARGUMENT (bad params or env), QMM_ERR_UNSUPPORTED (backend not
- * built or no device), QMM_ERR_BACKEND, QMM_ERR_OUT_OF_MEMORY. *out is set only on success.
+ * built or no device; a tuning file named by params.tune_file or QMM_TUNE_FILE that was made
+ * for another machine, thread count, ISA level or qmm version, or a tuning file named for a
+ * backend that reads none), QMM_ERR_IO (that file cannot be read), QMM_ERR_FORMAT (that file
+ * is not a valid tuning file: truncated, corrupt, an unknown field or format version),
+ * QMM_ERR_BACKEND, QMM_ERR_OUT_OF_MEMORY. *out is set only on success.
  */
 QMM_API qmm_status qmm_context_create(const qmm_context_params *params, qmm_context **out);
 
@@ -330,6 +341,41 @@ QMM_API void qmm_context_free(qmm_context *ctx);
 
 /** The parameters the context runs with (threads resolved to a count, strategy after env). */
 QMM_API qmm_context_params qmm_context_get_params(const qmm_context *ctx);
+
+/** Where a context's AUTO choices come from (qmm_context_tuning). */
+typedef enum qmm_tuning_state {
+    QMM_TUNING_NONE = 0,    /**< no tuning file: turned off (""), none at the default location,
+                                 or a backend that reads none; AUTO uses the compiled-in table */
+    QMM_TUNING_APPLIED = 1, /**< the file at `path` is in use (for the types it has rows for) */
+    QMM_TUNING_IGNORED = 2  /**< the file at the default location `path` was not used: `status`
+                                 and `reason` say why; AUTO uses the compiled-in table */
+} qmm_tuning_state;
+
+/** The tuning file of a context and the machine identity it is matched against. */
+typedef struct qmm_tuning_info {
+    qmm_tuning_state state;
+    qmm_status status;        /**< IGNORED: QMM_ERR_IO, QMM_ERR_FORMAT or QMM_ERR_UNSUPPORTED
+                                   (another machine or qmm version); otherwise QMM_OK */
+    char path[4096];          /**< the file applied or ignored; "" when none */
+    char reason[1024];        /**< one sentence: what was applied, or why no file was */
+    char default_path[4096];  /**< this identity's default file, $XDG_CACHE_HOME/qmm/tune-<id>.json
+                                   (else ~/.cache/qmm/...); "" when neither variable is set */
+    char machine_id[32];      /**< the identity as 16 hex digits (the <id> above) */
+    char device[256];         /**< CPU model (CPUID brand string) of the identity */
+    char level[32];           /**< ISA level of the context ("generic", "avx2", "avx512", "amx") */
+    int threads;              /**< thread count of the identity (the context's threads) */
+    int n_rows;               /**< APPLIED: rows read from the file */
+} qmm_tuning_info;
+
+/**
+ * Which tuning file the context uses and why (docs/TUNING.md). The file is chosen at creation:
+ * params.tune_file if not NULL, else the environment QMM_TUNE_FILE if set (empty: none), else
+ * the default location. A file named by the parameter or the environment must fit (this
+ * machine, thread count, ISA level, qmm version, a valid file) or creation fails; a file at
+ * the default location that does not fit is ignored with the reason here.
+ * Errors: QMM_ERR_INVALID_ARGUMENT for NULL.
+ */
+QMM_API qmm_status qmm_context_tuning(const qmm_context *ctx, qmm_tuning_info *out);
 
 /** Force a strategy for later matmuls on this context (AUTO to let it choose). */
 QMM_API qmm_status qmm_context_set_strategy(qmm_context *ctx, qmm_strategy strategy);
@@ -528,6 +574,10 @@ typedef struct qmm_path {
     qmm_precision precision;/**< numerical class of the kernel */
     double max_nmse;        /**< documented limit of qmm_diff.nmse vs qmm_matmul_ref */
     double max_rel_err;     /**< documented limit of qmm_diff.max_rel_err vs qmm_matmul_ref */
+    /** When the context's strategy is AUTO: which table made the choice, e.g. "compiled-in
+     *  table for amx" or "tuning file /home/u/.cache/qmm/tune-0123456789abcdef.json" (valid
+     *  while the context lives); NULL when a strategy was forced. */
+    const char *auto_table;
 } qmm_path;
 
 /**

@@ -1,4 +1,5 @@
 /* context.c — contexts, weights and matmul: argument checks, then the backend. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -75,6 +76,7 @@ qmm_context_params qmm_context_default_params(void) {
     p.backend = QMM_BACKEND_CPU;
     p.n_threads = 0;
     p.strategy = QMM_STRATEGY_AUTO;
+    p.tune_file = NULL;
     p.flags = 0;
     p.cuda_device = 0;
     p.cuda_stream = NULL;
@@ -117,12 +119,29 @@ qmm_status qmm_context_create(const qmm_context_params *params, qmm_context **ou
             p.strategy = s;
         }
     }
+    /* Tuning files are read by the CPU backend only (docs/TUNING.md). */
+    if (p.tune_file != NULL && p.tune_file[0] != '\0' && p.backend != QMM_BACKEND_CPU)
+        return qmm_error(QMM_ERR_UNSUPPORTED, "tune_file '%s': the %s backend reads no tuning "
+                         "file (not yet implemented; only cpu does)", p.tune_file,
+                         qmm_backend_name(p.backend));
     qmm_context *ctx = calloc(1, sizeof *ctx);
     if (ctx == NULL) return qmm_error(QMM_ERR_OUT_OF_MEMORY, "qmm_context_create: out of memory");
+    if (p.tune_file != NULL) {
+        ctx->tune_file = strdup(p.tune_file);
+        if (ctx->tune_file == NULL) {
+            free(ctx);
+            return qmm_error(QMM_ERR_OUT_OF_MEMORY, "qmm_context_create: out of memory");
+        }
+        p.tune_file = ctx->tune_file;
+    }
     ctx->params = p;
     ctx->ops = ops;
-    qmm_status st = ops->context_init(ctx); /* resolves n_threads */
+    ctx->tuning.state = QMM_TUNING_NONE;
+    snprintf(ctx->tuning.reason, sizeof ctx->tuning.reason, "no tuning file (the %s backend "
+             "reads none yet: its compiled-in thresholds)", ops->name);
+    qmm_status st = ops->context_init(ctx); /* resolves n_threads; the CPU reads its tuning */
     if (st != QMM_OK) {
+        free(ctx->tune_file);
         free(ctx);
         return st;
     }
@@ -133,7 +152,16 @@ qmm_status qmm_context_create(const qmm_context_params *params, qmm_context **ou
 void qmm_context_free(qmm_context *ctx) {
     if (ctx == NULL) return;
     ctx->ops->context_release(ctx);
+    free(ctx->tune_file);
     free(ctx);
+}
+
+qmm_status qmm_context_tuning(const qmm_context *ctx, qmm_tuning_info *out) {
+    if (ctx == NULL || out == NULL)
+        return qmm_error(QMM_ERR_INVALID_ARGUMENT, "qmm_context_tuning: %s is NULL",
+                         ctx == NULL ? "ctx" : "out");
+    *out = ctx->tuning;
+    return QMM_OK;
 }
 
 qmm_context_params qmm_context_get_params(const qmm_context *ctx) {
@@ -362,6 +390,12 @@ qmm_status qmm_matmul_path(const qmm_context *ctx, const qmm_weights *w, int64_t
     p.precision = QMM_PRECISION_F32;
     st = ctx->ops->describe(ctx, w, n, s, &p.kernel, &p.precision);
     if (st != QMM_OK) return st;
+    p.auto_table = NULL;
+    if (ctx->params.strategy == QMM_STRATEGY_AUTO)
+        p.auto_table = ctx->ops->auto_table != NULL ? ctx->ops->auto_table(ctx, w, n)
+                       : ctx->params.backend == QMM_BACKEND_CUDA
+                           ? "compiled-in thresholds of the cuda backend"
+                           : "compiled-in thresholds";
     qmm_precision_limits(p.precision, &p.max_nmse, &p.max_rel_err);
     *out = p;
     return QMM_OK;

@@ -1158,6 +1158,19 @@ int qmm_cmd_bench(int argc, char **argv) {
     else if (o.n_shapes) snprintf(source, sizeof source, "custom shapes");
     else snprintf(source, sizeof source, "preset %s%s", o.preset->name,
                   o.whole_model ? " (whole model)" : "");
+    /* which table auto reads (the header names a tuning file in use, or why none is) */
+    qmm_tuning_info tuning;
+    qmm_context_tuning(r.ctx, &tuning);
+    char auto_table[6144];
+    if (o.backend != QMM_BACKEND_CPU)
+        snprintf(auto_table, sizeof auto_table, "compiled-in thresholds of the %s backend",
+                 qmm_backend_name(o.backend));
+    else if (tuning.state == QMM_TUNING_APPLIED)
+        snprintf(auto_table, sizeof auto_table, "tuning file %s (%d rows; a type without a row: "
+                 "compiled-in table for %s)", tuning.path, tuning.n_rows, tuning.level);
+    else
+        snprintf(auto_table, sizeof auto_table, "compiled-in table for %s; %s", tuning.level,
+                 tuning.reason);
     report_header h = {
         .qmm_version = qmm_version(), .date = date, .cpu = cpu, .features = features,
         .backend = qmm_backend_name(o.backend), .device = device,
@@ -1168,6 +1181,7 @@ int qmm_cmd_bench(int argc, char **argv) {
         .llc_bytes = (long long)llc, .iters = o.iters, .warmup = o.warmup, .seed = o.seed,
         .verify = o.verify, .batch_invariant = o.batch_invariant, .cache = o.cache_text,
         .graph_min_calls = BENCH_GRAPH_MIN_CALLS,
+        .auto_table = auto_table, .tuning = &tuning,
     };
     report_header_set(r.rep, &h);
     if (o.whole_model || o.model_path) {

@@ -73,6 +73,18 @@ void report_header_set(report *r, const report_header *h) {
     cJSON_AddBoolToObject(j, "verify", h->verify);
     cJSON_AddBoolToObject(j, "batch_invariant", h->batch_invariant);
     cJSON_AddStringToObject(j, "cache", h->cache ? h->cache : "default");
+    cJSON_AddStringToObject(j, "auto_table", h->auto_table ? h->auto_table : "");
+    if (h->tuning != NULL) {
+        static const char *const states[3] = {"none", "applied", "ignored"};
+        cJSON *t = cJSON_AddObjectToObject(j, "tuning");
+        if (t != NULL) {
+            cJSON_AddStringToObject(t, "state", (unsigned)h->tuning->state < 3
+                                                    ? states[h->tuning->state] : "?");
+            cJSON_AddStringToObject(t, "path", h->tuning->path);
+            cJSON_AddStringToObject(t, "status", qmm_status_str(h->tuning->status));
+            cJSON_AddStringToObject(t, "reason", h->tuning->reason);
+        }
+    }
     r->gpu = h->gpu_copy_gbps > 0;
     char ms_text[320], lat_text[200];
     if (r->gpu) {
@@ -129,6 +141,7 @@ void report_header_set(report *r, const report_header *h) {
         fprintf(r->out, "resident: res_MiB = host bytes the row's weights object holds after the row "
                         "(qmm_weights_memory: GGUF rows + the AMX tiles its path made), xGGUF = res / "
                         "GGUF bytes\n");
+    if (h->auto_table != NULL) fprintf(r->out, "auto:     %s\n", h->auto_table);
     fprintf(r->out, "command:  %s\n\n", h->command_line);
 }
 

@@ -101,18 +101,9 @@ bool qmm_cpu_x86_fused_amx_f32_has_type(qmm_type type) { return type == QMM_TYPE
 
 /* The largest n for which fused_amx_bf16 decodes the GGUF blocks on the fly
  * (qmm_x86_gemm_bf16_otf_amx) rather than streaming the packed bf16 copy; both give the
- * same bits, so any switch point keeps batch invariance. 0 (packed for every n): measured
- * on 2026-11-29 on the 2-core AMX VM (load average ~2, interleaved A/B of a build with
- * -DQMM_X86_OTF_MAX_N=64 against one with 0) with
- *   qmm bench --shape 4608x1024,1024x4608 --types q4_0,q4_K,q8_0 --n 1,16,32,64
- *             --strategy fused --iters 9 --csv
- * the on-the-fly kernel was decode-bound at ~0.4 ms (q4_0), ~0.45 (q4_K), ~0.53 (q8_0) for
- * n = 1..16 against 0.38-0.42 ms packed: a tie for q4_0, 10-30% slower for q4_K/q8_0, far
- * slower for the types decoded through to_float (q6_K 5 ms). docs/KERNELS.md has the rows.
- * Re-measured on 2026-11-29 19:22 UTC after the L1-chunked, interleaved decode and the q6_K,
- * f16, bf16 register decoders (load average ~1.2; both kernels in one process, interleaved
- * call by call, median of 41, 2 threads): still 1.7-2.4x slower than packed at n = 1, 16, 64
- * (q4_0 4608x1024 n = 1: 0.360 vs 0.193 ms; q6_K 0.450 vs 0.190), so 0 stays. */
+ * same bits, so any switch point keeps batch invariance. 0 (packed for every n): the
+ * on-the-fly kernel measured slower than the packed copy at every n tried (the commands and
+ * numbers: bench/results/cpu-spr-crossovers.md). */
 #ifndef QMM_X86_OTF_MAX_N /* -DQMM_X86_OTF_MAX_N=64 builds the variant to re-measure */
 #define QMM_X86_OTF_MAX_N 0
 #endif
