@@ -1,4 +1,5 @@
 /* context.c — contexts, weights and matmul: argument checks, then the backend. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -75,9 +76,12 @@ qmm_context_params qmm_context_default_params(void) {
     p.backend = QMM_BACKEND_CPU;
     p.n_threads = 0;
     p.strategy = QMM_STRATEGY_AUTO;
+    p.tune_file = NULL;
     p.flags = 0;
     p.cuda_device = 0;
     p.cuda_stream = NULL;
+    p.cache = QMM_CACHE_DEFAULT;
+    p.cache_limit = 0.0;
     return p;
 }
 
@@ -96,6 +100,15 @@ qmm_status qmm_context_create(const qmm_context_params *params, qmm_context **ou
         return qmm_error(QMM_ERR_INVALID_ARGUMENT, "unknown strategy %d", (int)p.strategy);
     if (p.flags & ~(unsigned)(QMM_FLAG_BATCH_INVARIANT | QMM_FLAG_VALIDATE))
         return qmm_error(QMM_ERR_INVALID_ARGUMENT, "unknown flags 0x%x", p.flags);
+    if ((int)p.cache < QMM_CACHE_DEFAULT || p.cache > QMM_CACHE_UNLIMITED)
+        return qmm_error(QMM_ERR_INVALID_ARGUMENT, "unknown cache policy %d (expected "
+                         "QMM_CACHE_DEFAULT, _NONE, _LIMIT or _UNLIMITED)", (int)p.cache);
+    if (!(p.cache_limit >= 0.0 && p.cache_limit <= 1e12)) /* also false for NaN */
+        return qmm_error(QMM_ERR_INVALID_ARGUMENT, "cache_limit (%g) must be a finite number >= 0",
+                         p.cache_limit);
+    if (p.cache != QMM_CACHE_LIMIT && p.cache_limit != 0.0)
+        return qmm_error(QMM_ERR_INVALID_ARGUMENT, "cache_limit (%g) is only meaningful with "
+                         "QMM_CACHE_LIMIT; it must be 0 with another policy", p.cache_limit);
     if (p.strategy == QMM_STRATEGY_AUTO) {
         const char *env = getenv("QMM_STRATEGY");
         if (env != NULL) {
@@ -106,12 +119,29 @@ qmm_status qmm_context_create(const qmm_context_params *params, qmm_context **ou
             p.strategy = s;
         }
     }
+    /* Tuning files are read by the CPU backend only (docs/TUNING.md). */
+    if (p.tune_file != NULL && p.tune_file[0] != '\0' && p.backend != QMM_BACKEND_CPU)
+        return qmm_error(QMM_ERR_UNSUPPORTED, "tune_file '%s': the %s backend reads no tuning "
+                         "file (not yet implemented; only cpu does)", p.tune_file,
+                         qmm_backend_name(p.backend));
     qmm_context *ctx = calloc(1, sizeof *ctx);
     if (ctx == NULL) return qmm_error(QMM_ERR_OUT_OF_MEMORY, "qmm_context_create: out of memory");
+    if (p.tune_file != NULL) {
+        ctx->tune_file = strdup(p.tune_file);
+        if (ctx->tune_file == NULL) {
+            free(ctx);
+            return qmm_error(QMM_ERR_OUT_OF_MEMORY, "qmm_context_create: out of memory");
+        }
+        p.tune_file = ctx->tune_file;
+    }
     ctx->params = p;
     ctx->ops = ops;
-    qmm_status st = ops->context_init(ctx); /* resolves n_threads */
+    ctx->tuning.state = QMM_TUNING_NONE;
+    snprintf(ctx->tuning.reason, sizeof ctx->tuning.reason, "no tuning file (the %s backend "
+             "reads none yet: its compiled-in thresholds)", ops->name);
+    qmm_status st = ops->context_init(ctx); /* resolves n_threads; the CPU reads its tuning */
     if (st != QMM_OK) {
+        free(ctx->tune_file);
         free(ctx);
         return st;
     }
@@ -122,7 +152,16 @@ qmm_status qmm_context_create(const qmm_context_params *params, qmm_context **ou
 void qmm_context_free(qmm_context *ctx) {
     if (ctx == NULL) return;
     ctx->ops->context_release(ctx);
+    free(ctx->tune_file);
     free(ctx);
+}
+
+qmm_status qmm_context_tuning(const qmm_context *ctx, qmm_tuning_info *out) {
+    if (ctx == NULL || out == NULL)
+        return qmm_error(QMM_ERR_INVALID_ARGUMENT, "qmm_context_tuning: %s is NULL",
+                         ctx == NULL ? "ctx" : "out");
+    *out = ctx->tuning;
+    return QMM_OK;
 }
 
 qmm_context_params qmm_context_get_params(const qmm_context *ctx) {
@@ -202,6 +241,20 @@ void qmm_weights_shape(const qmm_weights *w, qmm_type *type, int64_t *m, int64_t
     if (type) *type = w->type;
     if (m) *m = w->m;
     if (k) *k = w->k;
+}
+
+qmm_status qmm_weights_memory(const qmm_weights *w, qmm_weights_memory_info *out) {
+    if (w == NULL || out == NULL)
+        return qmm_error(QMM_ERR_INVALID_ARGUMENT, "qmm_weights_memory: %s is NULL",
+                         w == NULL ? "w" : "out");
+    qmm_weights_memory_info info;
+    memset(&info, 0, sizeof info);
+    info.backend = w->ctx->params.backend;
+    w->ctx->ops->weights_memory(w, &info);
+    info.total_bytes = info.gguf_bytes + info.repacked_bytes + info.f16_bytes + info.fp8_bytes +
+                       info.int8_bytes + info.bf16_bytes;
+    *out = info;
+    return QMM_OK;
 }
 
 qmm_status qmm_matmul_strategy(const qmm_context *ctx, const qmm_weights *w, int64_t n,
@@ -286,6 +339,33 @@ qmm_status qmm_timer_end(qmm_context *ctx, double *ms) {
     return ctx->ops->timer_end(ctx, ms);
 }
 
+static qmm_status no_graphs(const qmm_context *ctx, const char *fn) {
+    return qmm_error(QMM_ERR_UNSUPPORTED, "%s: the %s backend has no graphs (time its calls with "
+                     "qmm_timer_begin / qmm_timer_end)", fn, ctx->ops->name);
+}
+
+qmm_status qmm_graph_begin(qmm_context *ctx) {
+    if (ctx == NULL) return qmm_error(QMM_ERR_INVALID_ARGUMENT, "qmm_graph_begin: ctx is NULL");
+    if (ctx->ops->graph_begin == NULL) return no_graphs(ctx, "qmm_graph_begin");
+    return ctx->ops->graph_begin(ctx);
+}
+
+qmm_status qmm_graph_end(qmm_context *ctx) {
+    if (ctx == NULL) return qmm_error(QMM_ERR_INVALID_ARGUMENT, "qmm_graph_end: ctx is NULL");
+    if (ctx->ops->graph_end == NULL) return no_graphs(ctx, "qmm_graph_end");
+    return ctx->ops->graph_end(ctx);
+}
+
+qmm_status qmm_graph_replay(qmm_context *ctx, int64_t times, double *ms) {
+    if (ctx == NULL || ms == NULL)
+        return qmm_error(QMM_ERR_INVALID_ARGUMENT, "qmm_graph_replay: NULL argument");
+    if (times < 1)
+        return qmm_error(QMM_ERR_INVALID_ARGUMENT, "qmm_graph_replay: times (%lld) must be >= 1",
+                         (long long)times);
+    if (ctx->ops->graph_replay == NULL) return no_graphs(ctx, "qmm_graph_replay");
+    return ctx->ops->graph_replay(ctx, times, ms);
+}
+
 void qmm_precision_limits(qmm_precision precision, double *max_nmse, double *max_rel_err) {
     double nmse, rel;
     switch (precision) {
@@ -310,6 +390,12 @@ qmm_status qmm_matmul_path(const qmm_context *ctx, const qmm_weights *w, int64_t
     p.precision = QMM_PRECISION_F32;
     st = ctx->ops->describe(ctx, w, n, s, &p.kernel, &p.precision);
     if (st != QMM_OK) return st;
+    p.auto_table = NULL;
+    if (ctx->params.strategy == QMM_STRATEGY_AUTO)
+        p.auto_table = ctx->ops->auto_table != NULL ? ctx->ops->auto_table(ctx, w, n)
+                       : ctx->params.backend == QMM_BACKEND_CUDA
+                           ? "compiled-in thresholds of the cuda backend"
+                           : "compiled-in thresholds";
     qmm_precision_limits(p.precision, &p.max_nmse, &p.max_rel_err);
     *out = p;
     return QMM_OK;

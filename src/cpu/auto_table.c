@@ -1,5 +1,7 @@
 /*
- * auto_table.c — the data `auto` reads on the CPU (qmm_cpu_auto_row, cpu_internal.h).
+ * auto_table.c — the data `auto` reads on the CPU (qmm_cpu_auto_row, cpu_internal.h), and
+ * the lookup, which takes the rows of a tuning file made on this machine (auto_tuned.c,
+ * docs/TUNING.md) before these.
  *
  * The amx rows were measured on a 2-core Sapphire Rapids VM (2 threads, quiet machine, every
  * row verified; the numbers are in docs/PERF.md, "CPU"), with
@@ -53,8 +55,32 @@ static qmm_cpu_auto_row default_row(qmm_cpu_isa isa, qmm_type type) {
     return (qmm_cpu_auto_row){isa, type, NO_INT8, isa >= QMM_CPU_ISA_AMX ? 0 : 8};
 }
 
-qmm_cpu_auto_row qmm_cpu_auto_lookup(qmm_cpu_isa isa, qmm_type type) {
+/* Whether tuned row `t` is for `type` with a shape class that holds m x k. */
+static bool tuned_row_holds(const qmm_cpu_auto_tuned_row *t, qmm_type type, int64_t m,
+                            int64_t k) {
+    return t->row.type == type && (t->m_min == 0 || m >= t->m_min) &&
+           (t->m_max == 0 || m <= t->m_max) && (t->k_min == 0 || k >= t->k_min) &&
+           (t->k_max == 0 || k <= t->k_max);
+}
+
+qmm_cpu_auto_row qmm_cpu_auto_lookup(const qmm_cpu_auto_rows *tuned, qmm_cpu_isa isa,
+                                     qmm_type type, int64_t m, int64_t k, bool *from_file) {
+    if (from_file != NULL) *from_file = false;
+    for (size_t i = 0; tuned != NULL && i < tuned->count; i++)
+        if (tuned_row_holds(&tuned->rows[i], type, m, k)) {
+            if (from_file != NULL) *from_file = true;
+            qmm_cpu_auto_row r = tuned->rows[i].row;
+            r.isa = isa;
+            return r;
+        }
     for (size_t i = 0; i < sizeof auto_rows / sizeof auto_rows[0]; i++)
         if (auto_rows[i].isa == isa && auto_rows[i].type == type) return auto_rows[i];
     return default_row(isa, type);
+}
+
+const char *qmm_cpu_auto_compiled_name(qmm_cpu_isa isa) {
+    static const char *const names[QMM_CPU_ISA_COUNT] = {
+        "compiled-in table for generic", "compiled-in table for avx2",
+        "compiled-in table for avx512", "compiled-in table for amx"};
+    return (int)isa >= 0 && isa < QMM_CPU_ISA_COUNT ? names[isa] : "compiled-in table";
 }

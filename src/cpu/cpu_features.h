@@ -41,6 +41,11 @@ typedef struct qmm_cpu_features {
 /** The machine's features, detected once (thread-safe). Never NULL. */
 const qmm_cpu_features *qmm_cpu_features_get(void);
 
+/** The CPU's model name: the CPUID brand string (leaves 0x80000002..4) with surrounding
+ * spaces removed, e.g. "Intel(R) Xeon(R) Processor"; "unknown" where CPUID has none. Detected
+ * once (thread-safe); never NULL. */
+const char *qmm_cpu_brand(void);
+
 /** The highest ISA level this CPU and OS can run (AMX only if the permission was granted). */
 qmm_cpu_isa qmm_cpu_isa_best(void);
 

@@ -74,24 +74,36 @@ void qmm_cpu_x86_weights_release(qmm_weights *w) {
     cw->x86 = NULL;
 }
 
+static size_t round64(size_t v) { return (v + 63) / 64 * 64; }
+
+void qmm_cpu_x86_weights_memory(const qmm_weights *w, qmm_weights_memory_info *out) {
+    const qmm_cpu_weights *cw = w->backend;
+    const qmm_x86_weights *xw = cw != NULL ? cw->x86 : NULL;
+    if (xw == NULL) return;
+    if (xw->bf16.data != NULL)
+        out->bf16_bytes += round64((size_t)xw->bf16.parts * (size_t)xw->bf16.m_pad *
+                                   (size_t)xw->bf16.k_pad * sizeof(uint16_t)) +
+                           round64((size_t)xw->bf16.m_pad * sizeof(float));
+    if (xw->otf_row_scale != NULL) {
+        const size_t m_pad = ((size_t)w->m + QMM_X86_TILE_M - 1) / QMM_X86_TILE_M * QMM_X86_TILE_M;
+        out->bf16_bytes += round64(m_pad * sizeof(float));
+    }
+    if (xw->int8.q != NULL) {
+        const size_t scales = round64((size_t)xw->int8.m_pad * (size_t)(xw->int8.k / 32) * sizeof(float));
+        out->int8_bytes += round64((size_t)xw->int8.m_pad * (size_t)xw->int8.k) + scales +
+                           (xw->int8.mn != NULL ? scales : 0);
+    }
+}
+
 bool qmm_cpu_x86_fused_amx_has_type(qmm_type type) { return type != QMM_TYPE_F32; }
 
 bool qmm_cpu_x86_fused_amx_f32_has_type(qmm_type type) { return type == QMM_TYPE_F32; }
 
 /* The largest n for which fused_amx_bf16 decodes the GGUF blocks on the fly
  * (qmm_x86_gemm_bf16_otf_amx) rather than streaming the packed bf16 copy; both give the
- * same bits, so any switch point keeps batch invariance. 0 (packed for every n): measured
- * on 2026-11-29 on the 2-core AMX VM (load average ~2, interleaved A/B of a build with
- * -DQMM_X86_OTF_MAX_N=64 against one with 0) with
- *   qmm bench --shape 4608x1024,1024x4608 --types q4_0,q4_K,q8_0 --n 1,16,32,64
- *             --strategy fused --iters 9 --csv
- * the on-the-fly kernel was decode-bound at ~0.4 ms (q4_0), ~0.45 (q4_K), ~0.53 (q8_0) for
- * n = 1..16 against 0.38-0.42 ms packed: a tie for q4_0, 10-30% slower for q4_K/q8_0, far
- * slower for the types decoded through to_float (q6_K 5 ms). docs/KERNELS.md has the rows.
- * Re-measured on 2026-11-29 19:22 UTC after the L1-chunked, interleaved decode and the q6_K,
- * f16, bf16 register decoders (load average ~1.2; both kernels in one process, interleaved
- * call by call, median of 41, 2 threads): still 1.7-2.4x slower than packed at n = 1, 16, 64
- * (q4_0 4608x1024 n = 1: 0.360 vs 0.193 ms; q6_K 0.450 vs 0.190), so 0 stays. */
+ * same bits, so any switch point keeps batch invariance. 0 (packed for every n): the
+ * on-the-fly kernel measured slower than the packed copy at every n tried (the commands and
+ * numbers: bench/results/cpu-spr-crossovers.md). */
 #ifndef QMM_X86_OTF_MAX_N /* -DQMM_X86_OTF_MAX_N=64 builds the variant to re-measure */
 #define QMM_X86_OTF_MAX_N 0
 #endif

@@ -33,6 +33,10 @@ typedef struct qmm_x86_weights {
 qmm_status qmm_cpu_x86_weights_init(const qmm_context *ctx, qmm_weights *w);
 /* Free what qmm_cpu_x86_weights_init made (NULL-safe). */
 void qmm_cpu_x86_weights_release(qmm_weights *w);
+/* Add the bytes of the x86 forms made so far to *out (bf16_bytes: the bf16 tiles with their
+ * row scales and the on-the-fly kernel's row scales; int8_bytes: the int8 tiles, scales, mins),
+ * as allocated (each array rounded up to 64 bytes). */
+void qmm_cpu_x86_weights_memory(const qmm_weights *w, qmm_weights_memory_info *out);
 
 /* fused on AMX-BF16: any weight type but f32 (kept on the exact f32 paths). */
 bool qmm_cpu_x86_fused_amx_has_type(qmm_type type);

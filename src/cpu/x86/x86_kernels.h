@@ -226,9 +226,9 @@ void qmm_x86_int8_quantize_row(const float *x, int64_t k, int8_t *q, float *dx, 
 bool qmm_x86_gemv_int8_avx512_has_type(qmm_type type);
 
 /* The largest n for which the int8 strategy runs qmm_x86_gemv_int8_avx512 rather than the
- * AMX kernel for `type`: measured per type for the types with int8 tiles (q4_0 8, q4_K 6,
- * q8_0 1); INT64_MAX for the other quantized types (no AMX kernel: the gemv runs for every
- * n); 0 for types it does not handle. */
+ * AMX kernel for `type`: measured per type for the types with int8 tiles (the measurements:
+ * bench/results/cpu-spr-crossovers.md); INT64_MAX for the other quantized types (no AMX
+ * kernel: the gemv runs for every n); 0 for types it does not handle. */
 int64_t qmm_x86_gemv_int8_avx512_max_n(qmm_type type);
 
 /* Scratch bytes qmm_x86_gemv_int8_avx512 needs for n X rows of k elements (per row: the int8
