@@ -267,8 +267,9 @@ enum {
  * by their first matmul on these weights and kept until the weights are freed. Which copies
  * may be made ("the copies" below: everything beyond what creation makes):
  *
- *   QMM_CACHE_DEFAULT    GGUF-size residency. AUTO makes no copy, except the exact int8
- *                        repack when all copies then stay within 1.25x the GGUF bytes (q8_0);
+ *   QMM_CACHE_DEFAULT    GGUF bytes plus at most the int8 repack: AUTO makes no copy, except
+ *                        the exact int8 repack when it is at most 2x the GGUF bytes (q4_0,
+ *                        q4_1, q5_0, q5_1, q8_0, q4_K, q5_K, q6_K; not q2_K, q3_K);
  *                        a strategy set with qmm_context_set_strategy (or QMM_STRATEGY) makes
  *                        its copy on its first call, whatever its size.
  *   QMM_CACHE_NONE       no copies: cached_f16, fp8 and int8 return QMM_ERR_UNSUPPORTED; AUTO

@@ -16,7 +16,7 @@
  * Residency (qmm_cache_policy, qmm_weights_memory): new weights hold their GGUF bytes only;
  * each copy is made by the first call of its strategy, with the size the memory report gives;
  * QMM_CACHE_NONE refuses the strategies that need a copy (Y untouched); auto never makes an
- * f16 or fp8 copy under the default policy and keeps its copies within 1.25x the GGUF bytes;
+ * f16 or fp8 copy under the default policy and keeps its copies within 2x the GGUF bytes;
  * QMM_CACHE_LIMIT and _UNLIMITED choose by the bytes; out of device memory while making a copy
  * (the device filled on purpose; not quick): QMM_ERR_OUT_OF_MEMORY for a forced strategy, the
  * next choice for auto. qmm_graph_begin/end/replay, with the refusal of lazy work during capture.
@@ -956,7 +956,7 @@ static void test_cache_none(void **state) {
 }
 
 /* The default policy: auto never makes an f16 or fp8 copy and never runs dequant_sgemm; its
- * copies stay within 1.25x the GGUF bytes: gemv through n = 8, then int8 for q8_0 (a 1.06x
+ * copies stay within 2x the GGUF bytes: gemv through n = 8, then int8 for q8_0 (a 1.06x
  * copy at 256x1024) and q4_0 (nibbles: 1.11x), for every type a path that passes its
  * limits. */
 static void test_auto_default_policy(void **state) {
@@ -993,7 +993,7 @@ static void test_auto_default_policy(void **state) {
             qmm_weights_memory_info mi;
             QMM_OK_(qmm_weights_memory(w, &mi));
             if (mi.f16_bytes != 0 || mi.fp8_bytes != 0 ||
-                (double)(mi.total_bytes - mi.gguf_bytes) > 1.25 * (double)mi.gguf_bytes)
+                (double)(mi.total_bytes - mi.gguf_bytes) > 2.0 * (double)mi.gguf_bytes)
                 fail_msg("auto, default policy, %s n=%lld: the weights hold f16 %zu, fp8 %zu, int8 %zu bytes "
                          "for %zu GGUF bytes", qmm_type_name(t), (long long)ns[ni], mi.f16_bytes,
                          mi.fp8_bytes, mi.int8_bytes, mi.gguf_bytes);

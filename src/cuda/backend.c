@@ -381,7 +381,7 @@ static size_t copies_held(const qmm_cuda_weights *cw, qmm_cuda_copy except) {
 
 /* QMM_CACHE_DEFAULT: auto may make the int8 repack while all copies stay within this many
  * times the GGUF bytes (the residency bound of the default mode, docs/CUDA.md "Memory"). */
-#define QMM_CUDA_DEFAULT_COPY_RATIO 1.25
+#define QMM_CUDA_DEFAULT_COPY_RATIO 2.0
 
 /* Whether the cache policy lets `w` hold copy k (made or not) for auto (for_auto) or for a
  * forced strategy: the bytes of all its copies with k, against the policy's cap. */
