@@ -1,0 +1,654 @@
+/*
+ * gemv_int8_avx2_impl.h — the int8 strategy's gemv on native GGUF blocks with 256-bit integer
+ * dot products, for every type of the AVX-512 int8 gemv (q4_0, q4_1, q5_0, q5_1, q8_0, q2_K,
+ * q3_K, q4_K, q5_K, q6_K, iq4_nl, iq4_xs, mxfp4, nvfp4). Included twice:
+ *   gemv_int8_avx2.c     QMM_I8_AVXVNNI 0: vpmaddubsw + vpmaddwd (AVX2: Haswell, Zen 1-4);
+ *   gemv_int8_avxvnni.c  QMM_I8_AVXVNNI 1: vpdpbusd on ymm (AVX-VNNI: Alder Lake+, Zen 5).
+ * Both compute the same exact int32 sub-block dots, so they give the same bits.
+ *
+ * The structure is gemv_int8_common.h's (read it first): X quantized per call
+ * (qmm_x86_int8_quantize_row_avx2, the AVX-512 rule bit for bit), permuted into this file's
+ * register order, W walked in chunks of 512 elements. A chunk is two halves of 256 elements
+ * (8 blocks of 32, 4 nvfp4 blocks, or one super-block); a half's integer quants are decoded
+ * into 8 ymm registers wv[0..7] and dotted with the 8 matching 32-byte pieces of X:
+ *   32-element sub-blocks: 4 pairs (wv[2p], wv[2p+1]); both hold the same two sub-blocks P[p]
+ *     (A in bytes 0..15, B in 16..31; wv[2p] their elements 0..15, wv[2p+1] 16..31), so
+ *     r[p] = dot(wv[2p], x) + dot(wv[2p+1], x') holds A's partial sums in int32 lanes 0..3 and
+ *     B's in 4..7; hadd(hadd(r0, r1), hadd(r2, r3)) gives lane i = A of pair i, lane 4 + i = B;
+ *   16-element sub-blocks: each register holds two sub-blocks (A in bytes 0..15, B in 16..31),
+ *     r[v] = dot(wv[v], x); hadd(hadd(r0, r1), hadd(r2, r3)) gives lanes 0..7 =
+ *     A0 A1 A2 A3 B0 B1 B2 B3, the same over r4..r7 lanes 8..15.
+ * The pairs of each type (below) are chosen so that these lanes hold exactly the sub-blocks of
+ * the AVX-512 kernel's result lanes (its lane_sub: natural for the legacy, codebook and q6_K
+ * types, 0 2 1 3 4 6 5 7 per super-block for q4_K/q5_K, 0 1 8 9 2 3 10 11 4 5 12 13 6 7 14 15
+ * for q2_K/q3_K), and the float part repeats the AVX-512 operations lane by lane, its 16-lane
+ * accumulator being two ymm (lanes 0..7, 8..15): per chunk, lane l of
+ *   32-element sub-blocks: half h's 8 lanes are lanes 8h..8h+7:
+ *       acc = fma((float)isum, d_w * dx, acc), then for min types acc = fma(s, m_w, acc);
+ *       codebook types: acc = fma((float)isum * dx, d_w, acc);
+ *   16-element sub-blocks: half h (super-block h, or nvfp4 blocks 4h..4h+3) gives all 16
+ *       lanes, into the same accumulator: half 0, then half 1, then (q2_K) the min terms of
+ *       half 0, then of half 1;
+ * and at the row's end the tree of _mm512_reduce_add_ps ((hi + lo) per 256, per 128, then
+ * lanes (0, 2), (1, 3), then 0 + 1). So this kernel gives qmm_x86_gemv_int8_avx512's bits.
+ * Integer dots (exact): the W quants are the unsigned operand (0..63) against signed X, except
+ * q8_0 and the codebook types, whose signed values enter as |w| (0..128) against
+ * sign(x, w) (x negated where w < 0, zero where w = 0; |x| <= 127, so never overflowing, and
+ * q8_0's -128 becomes the unsigned 128: CASES C). vpmaddubsw adds two products into int16:
+ * at most 2 * 63 * 127 = 16002 for the unsigned types, so the two registers of a pair are added
+ * in int16 (32004) before vpmaddwd; the signed-value types reach 2 * 128 * 127 = 32512 per
+ * vpmaddubsw and widen each separately. vpdpbusd (AVX-VNNI) adds 4 products into int32.
+ * Offset types subtract offset * sum(q_x) in int32 (q4_0 8, q5_0 16, q3_K 4, q6_K 32).
+ * Tails: a half past the row's end is skipped (the AVX-512 kernel adds exact zeros there); a
+ * half holding fewer blocks is decoded from a zeroed copy of its blocks (never reading past
+ * the row). Rows, prefetch and threads: gemv_int8_common.h. Format source: ggml-common.h /
+ * ggml-quants.c (block structs, dequantize_row_*), as restated in src/formats.
+ */
+#include <immintrin.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "cpu/x86/gemv_int8_common.h"
+#include "cpu/x86/x86_kernels.h"
+#include "formats/blocks.h"
+#include "formats/codec_fp4.h"
+#include "formats/codec_iq4.h"
+
+#ifndef QMM_I8_AVXVNNI
+#error "define QMM_I8_AVXVNNI (0 or 1) before including gemv_int8_avx2_impl.h"
+#endif
+
+#define I8_INLINE static inline __attribute__((always_inline))
+#define HALF 256 /* elements per half chunk (8 ymm of W bytes) */
+
+/* ---------------------------------------------------------------------------------------
+ * Register order
+ * ------------------------------------------------------------------------------------- */
+
+/* q8_0 and the codebook types: signed W values (the |w|, sign(x, w) dot). */
+static bool signed_w(qmm_type t) { return t == QMM_TYPE_Q8_0 || qmm_i8_codebook(t); }
+
+/* The two sub-blocks (of the half) of pair p (32-element sub-blocks) or register v (16). */
+static const uint8_t PAIRS_NAT32[4][2] = {{0, 4}, {1, 5}, {2, 6}, {3, 7}};
+static const uint8_t PAIRS_K4[4][2] = {{0, 4}, {2, 6}, {1, 5}, {3, 7}};
+static const uint8_t PAIRS_NAT16[8][2] = {{0, 4}, {1, 5}, {2, 6}, {3, 7},
+                                          {8, 12}, {9, 13}, {10, 14}, {11, 15}};
+static const uint8_t PAIRS_K2[8][2] = {{0, 2}, {1, 3}, {8, 10}, {9, 11},
+                                       {4, 6}, {5, 7}, {12, 14}, {13, 15}};
+
+static const uint8_t (*pairs32(qmm_type t))[2] {
+    return t == QMM_TYPE_Q4_K || t == QMM_TYPE_Q5_K ? PAIRS_K4 : PAIRS_NAT32;
+}
+
+static const uint8_t (*pairs16(qmm_type t))[2] {
+    return t == QMM_TYPE_Q2_K || t == QMM_TYPE_Q3_K ? PAIRS_K2 : PAIRS_NAT16;
+}
+
+/* Chunk element in byte b (0..31) of ymm register v (0..15: half v / 8, register v % 8). */
+static int elem(qmm_type t, int v, int b) {
+    const int h = v / 8, r = v % 8, side = b / 16;
+    if (qmm_i8_sub16(t)) return HALF * h + 16 * pairs16(t)[r][side] + b % 16;
+    return HALF * h + 32 * pairs32(t)[r / 2][side] + 16 * (r % 2) + b % 16;
+}
+
+static void layout_make(qmm_type t, qmm_i8_layout *lo) {
+    const bool two = qmm_i8_sub16(t);
+    lo->sub_size = two ? 16 : 32;
+    lo->lanes = two ? 32 : 16;
+    lo->flip = 0;
+    (void)qmm_i8_layout_runs(lo, 32, elem, t); /* every order here moves runs of 16 */
+    for (int l = 0; l < QMM_I8_LANES; l++) lo->lane_sub[l] = 0;
+    for (int h = 0; h < 2; h++) {
+        if (two) /* lanes 16h + 8q + i: register 4q + i % 4, side i / 4 */
+            for (int l = 0; l < 16; l++)
+                lo->lane_sub[16 * h + l] = 16 * h + pairs16(t)[4 * (l / 8) + l % 4][(l % 8) / 4];
+        else /* lanes 8h + i: pair i % 4, side i / 4 */
+            for (int l = 0; l < 8; l++) lo->lane_sub[8 * h + l] = 8 * h + pairs32(t)[l % 4][l / 4];
+    }
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Integer dots
+ * ------------------------------------------------------------------------------------- */
+
+/* int32 lane i = sum of the 4 products u[4i..4i+3] * s[4i..4i+3] (u unsigned, s signed). */
+I8_INLINE __m256i dot1(__m256i u, __m256i s) {
+#if QMM_I8_AVXVNNI
+    return _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), u, s);
+#else
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+#endif
+}
+
+/* dot1(u0, s0) + dot1(u1, s1); `small`: every int16 pair sum of both fits (|u| <= 63). */
+I8_INLINE __m256i dot2(__m256i u0, __m256i s0, __m256i u1, __m256i s1, bool small) {
+#if QMM_I8_AVXVNNI
+    (void)small;
+    return _mm256_dpbusd_avx_epi32(_mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), u0, s0), u1, s1);
+#else
+    const __m256i one = _mm256_set1_epi16(1);
+    if (small)
+        return _mm256_madd_epi16(
+            _mm256_add_epi16(_mm256_maddubs_epi16(u0, s0), _mm256_maddubs_epi16(u1, s1)), one);
+    return _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(u0, s0), one),
+                            _mm256_madd_epi16(_mm256_maddubs_epi16(u1, s1), one));
+#endif
+}
+
+/* The 8 or 16 exact sub-block dots of one half against the X bytes at xq (8 x 32 bytes):
+ * is[0] (and is[1] for 16-element sub-blocks), in result-lane order. wa: the unsigned
+ * operands (|w| for signed types), ws: the signed W (signed types only, for the sign). */
+I8_INLINE void half_dots(qmm_type t, const __m256i wa[8], const __m256i ws[8],
+                         const int8_t *xq, __m256i is[2]) {
+    const bool sg = signed_w(t);
+    __m256i xv[8];
+    for (int v = 0; v < 8; v++) {
+        xv[v] = _mm256_loadu_si256((const __m256i *)(xq + 32 * v));
+        if (sg) xv[v] = _mm256_sign_epi8(xv[v], ws[v]);
+    }
+    if (qmm_i8_sub16(t)) {
+        __m256i r[8];
+        for (int v = 0; v < 8; v++) r[v] = dot1(wa[v], xv[v]);
+        is[0] = _mm256_hadd_epi32(_mm256_hadd_epi32(r[0], r[1]), _mm256_hadd_epi32(r[2], r[3]));
+        is[1] = _mm256_hadd_epi32(_mm256_hadd_epi32(r[4], r[5]), _mm256_hadd_epi32(r[6], r[7]));
+    } else {
+        __m256i r[4];
+        for (int p = 0; p < 4; p++)
+            r[p] = dot2(wa[2 * p], xv[2 * p], wa[2 * p + 1], xv[2 * p + 1], !sg);
+        is[0] = _mm256_hadd_epi32(_mm256_hadd_epi32(r[0], r[1]), _mm256_hadd_epi32(r[2], r[3]));
+    }
+}
+
+/* ---------------------------------------------------------------------------------------
+ * W decoders: one half (256 elements) into wv[8] (elem() order) and the float scales of its
+ * sub-blocks in result-lane order (dw[0] lanes 0..7, dw[1] lanes 8..15 for 16-element
+ * sub-blocks), mins likewise (types with a min). Each value is the float the AVX-512 kernel
+ * forms for that lane (d, d * sc, -dmin * mn, ...: the dequantizer's operands).
+ * ------------------------------------------------------------------------------------- */
+
+static inline uint16_t ld16(const unsigned char *p) {
+    uint16_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static inline uint32_t ld32(const unsigned char *p) {
+    uint32_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* 16 bytes at lo into bytes 0..15, 16 bytes at hi into 16..31. */
+I8_INLINE __m256i load2(const unsigned char *lo, const unsigned char *hi) {
+    return _mm256_loadu2_m128i((const __m128i *)hi, (const __m128i *)lo);
+}
+
+/* 16 bytes at p into both halves. */
+I8_INLINE __m256i bcast16(const unsigned char *p) {
+    return _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)p));
+}
+
+/* The f16 at offset `at` of 8 blocks `bs` bytes apart, as floats (exact). */
+I8_INLINE __m256 f16x8(const unsigned char *p, size_t bs, size_t at) {
+    const __m128i h = _mm_setr_epi16((short)ld16(p + at), (short)ld16(p + bs + at),
+                                     (short)ld16(p + 2 * bs + at), (short)ld16(p + 3 * bs + at),
+                                     (short)ld16(p + 4 * bs + at), (short)ld16(p + 5 * bs + at),
+                                     (short)ld16(p + 6 * bs + at), (short)ld16(p + 7 * bs + at));
+    return _mm256_cvtph_ps(h);
+}
+
+/* Byte i of the result: 0xFF where bit i of the 32-bit word w is set. */
+I8_INLINE __m256i bits_to_bytes(uint32_t w) {
+    const __m256i shuf = _mm256_setr_epi64x(0, 0x0101010101010101LL, 0x0202020202020202LL,
+                                            0x0303030303030303LL);
+    const __m256i bytes = _mm256_shuffle_epi8(_mm256_set1_epi32((int)w), shuf);
+    const __m256i bit = _mm256_set1_epi64x(0x7FBFDFEFF7FBFDFELL);
+    return _mm256_cmpeq_epi8(_mm256_or_si256(bytes, bit), _mm256_set1_epi64x(-1));
+}
+
+/* 0x10 or 0x04 (`val`) in each byte where (h & m) == m. */
+I8_INLINE __m256i bit_select(__m256i h, __m256i m, __m256i val) {
+    return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(h, m), m), val);
+}
+
+/* Two bytes per 128-bit half: mask a (bytes 0..15) and b (16..31). */
+I8_INLINE __m256i mask2(int a, int b) {
+    return _mm256_setr_m128i(_mm_set1_epi8((char)a), _mm_set1_epi8((char)b));
+}
+
+/* The bytes of lane order for a 16-byte table of per-sub-block values (16-element sub-blocks:
+ * lane l = sub-block lane_sub[l] of the half; 32-element: 8 lanes, bytes 8..15 repeat). */
+I8_INLINE __m128i sc_order(const int32_t *lane_sub, bool two) {
+    int8_t b[16];
+    for (int l = 0; l < 16; l++) b[l] = (int8_t)(two ? lane_sub[l] : lane_sub[l % 8]);
+    return _mm_loadu_si128((const __m128i *)b);
+}
+
+/* q4_0, q4_1, q5_0, q5_1, q8_0, iq4_nl, mxfp4: 8 blocks at p. */
+I8_INLINE void decode_legacy(qmm_type t, const unsigned char *p, __m256i ws[8], __m256 *dw,
+                             __m256 *mw) {
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
+    const size_t bs = qmm_i8_block_bytes(t);
+    const size_t qs_at = t == QMM_TYPE_Q4_0   ? offsetof(block_q4_0, qs)
+                         : t == QMM_TYPE_Q4_1 ? offsetof(block_q4_1, qs)
+                         : t == QMM_TYPE_Q5_0 ? offsetof(block_q5_0, qs)
+                         : t == QMM_TYPE_Q5_1 ? offsetof(block_q5_1, qs)
+                         : t == QMM_TYPE_Q8_0 ? offsetof(block_q8_0, qs)
+                         : t == QMM_TYPE_IQ4_NL ? offsetof(block_iq4_nl, qs)
+                                                : offsetof(block_mxfp4, qs);
+    const bool five = t == QMM_TYPE_Q5_0 || t == QMM_TYPE_Q5_1;
+    const size_t qh_at = t == QMM_TYPE_Q5_0 ? offsetof(block_q5_0, qh) : offsetof(block_q5_1, qh);
+    __m256i tbl = _mm256_setzero_si256();
+    if (t == QMM_TYPE_IQ4_NL) tbl = bcast16((const unsigned char *)qmm_iq4_values);
+    if (t == QMM_TYPE_MXFP4) tbl = bcast16((const unsigned char *)qmm_kvalues_e2m1);
+    for (int i = 0; i < 4; i++) {
+        const unsigned char *a = p + (size_t)i * bs, *b = p + (size_t)(4 + i) * bs;
+        if (t == QMM_TYPE_Q8_0) {
+            ws[2 * i] = load2(a + qs_at, b + qs_at);
+            ws[2 * i + 1] = load2(a + qs_at + 16, b + qs_at + 16);
+            continue;
+        }
+        const __m256i z = load2(a + qs_at, b + qs_at);
+        __m256i lo = _mm256_and_si256(z, low4), hi = _mm256_and_si256(_mm256_srli_epi16(z, 4), low4);
+        if (five) { /* bit l of qh -> element l: bits 0..15 with the low nibbles, 16..31 high */
+            const uint32_t qa = ld32(a + qh_at), qb = ld32(b + qh_at);
+            const __m256i b16 = _mm256_set1_epi8(16);
+            lo = _mm256_or_si256(lo, _mm256_and_si256(bits_to_bytes((qa & 0xFFFFu) | (qb << 16)), b16));
+            hi = _mm256_or_si256(hi, _mm256_and_si256(bits_to_bytes((qa >> 16) | (qb & 0xFFFF0000u)), b16));
+        }
+        if (qmm_i8_codebook(t)) {
+            lo = _mm256_shuffle_epi8(tbl, lo);
+            hi = _mm256_shuffle_epi8(tbl, hi);
+        }
+        ws[2 * i] = lo;
+        ws[2 * i + 1] = hi;
+    }
+    if (t == QMM_TYPE_MXFP4) { /* E8M0 e: 2^(e - 128), the bits (e - 1) << 23, or 0x00200000 << e */
+        const __m256i e = _mm256_setr_epi32(p[0], p[bs], p[2 * bs], p[3 * bs], p[4 * bs],
+                                            p[5 * bs], p[6 * bs], p[7 * bs]);
+        const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
+        const __m256i sub = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
+        *dw = _mm256_castsi256_ps(
+            _mm256_blendv_epi8(normal, sub, _mm256_cmpgt_epi32(_mm256_set1_epi32(2), e)));
+    } else {
+        *dw = f16x8(p, bs, 0); /* d: the first field of each block */
+    }
+    if (t == QMM_TYPE_Q4_1 || t == QMM_TYPE_Q5_1) *mw = f16x8(p, bs, 2); /* m */
+}
+
+/* iq4_xs: one super-block. Sub-block ib's scale d * (ls - 32), ls = the nibble ib of
+ * scales_l (byte ib / 2, low nibble first) | bits 2ib..2ib+1 of scales_h << 4. */
+I8_INLINE void decode_xs(const unsigned char *blk, __m256i ws[8], __m256 *dw) {
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
+    const __m256i tbl = bcast16((const unsigned char *)qmm_iq4_values);
+    const unsigned char *qs = blk + offsetof(block_iq4_xs, qs);
+    for (int i = 0; i < 4; i++) {
+        const __m256i z = load2(qs + 16 * i, qs + 16 * (4 + i));
+        ws[2 * i] = _mm256_shuffle_epi8(tbl, _mm256_and_si256(z, low4));
+        ws[2 * i + 1] = _mm256_shuffle_epi8(tbl, _mm256_and_si256(_mm256_srli_epi16(z, 4), low4));
+    }
+    const __m256i ib = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i L = _mm256_set1_epi32((int)ld32(blk + offsetof(block_iq4_xs, scales_l)));
+    const __m256i H = _mm256_set1_epi32((int)ld16(blk + offsetof(block_iq4_xs, scales_h)));
+    const __m256i lo = _mm256_and_si256(_mm256_srlv_epi32(L, _mm256_slli_epi32(ib, 2)),
+                                        _mm256_set1_epi32(15));
+    const __m256i hi = _mm256_and_si256(_mm256_srlv_epi32(H, _mm256_slli_epi32(ib, 1)),
+                                        _mm256_set1_epi32(3));
+    const __m256i ls = _mm256_sub_epi32(_mm256_or_si256(lo, _mm256_slli_epi32(hi, 4)),
+                                        _mm256_set1_epi32(32));
+    *dw = _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(ld16(blk + offsetof(block_iq4_xs, d)))),
+                        _mm256_cvtepi32_ps(ls));
+}
+
+/* The 8 six-bit scales (sub-block order) and 8 mins of a q4_K / q5_K super-block, as bytes
+ * (qmm_kq_get_scale_min_k4's layout, four at a time as gemv_int8_avx512.c does). */
+static inline void k4_scales_mins(const uint8_t *p, uint64_t *sc8, uint64_t *mn8) {
+    const uint32_t a = ld32(p), b = ld32(p + 4), c = ld32(p + 8);
+    const uint32_t sc_hi = (c & 0x0F0F0F0Fu) | (((a >> 6) & 0x03030303u) << 4);
+    const uint32_t mn_hi = ((c >> 4) & 0x0F0F0F0Fu) | (((b >> 6) & 0x03030303u) << 4);
+    *sc8 = (a & 0x3F3F3F3Fu) | (uint64_t)sc_hi << 32;
+    *mn8 = (b & 0x3F3F3F3Fu) | (uint64_t)mn_hi << 32;
+}
+
+/* q4_K / q5_K: one super-block; pairs PAIRS_K4: (0, 4), (2, 6), (1, 5), (3, 7). */
+I8_INLINE void decode_k4(qmm_type t, const unsigned char *blk, __m128i order, __m256i wv[8],
+                         __m256 *dw, __m256 *mw) {
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
+    const unsigned char *qs, *qh = NULL, *scales;
+    if (t == QMM_TYPE_Q4_K) {
+        qs = blk + offsetof(block_q4_K, qs);
+        scales = blk + offsetof(block_q4_K, scales);
+    } else {
+        qs = blk + offsetof(block_q5_K, qs);
+        qh = blk + offsetof(block_q5_K, qh);
+        scales = blk + offsetof(block_q5_K, scales);
+    }
+    /* Lq: qs bytes 16q..16q+15 (sub-blocks 2(q/2), +1 elements 16(q%2)..) next to 64 further
+     * (sub-blocks + 4) */
+    __m256i L[4];
+    for (int q = 0; q < 4; q++) L[q] = load2(qs + 16 * q, qs + 64 + 16 * q);
+    wv[0] = _mm256_and_si256(L[0], low4); /* sub-blocks 0, 4, elements 0..15 */
+    wv[1] = _mm256_and_si256(L[1], low4); /* 0, 4, 16..31 */
+    wv[2] = _mm256_and_si256(L[2], low4); /* 2, 6 */
+    wv[3] = _mm256_and_si256(L[3], low4);
+    wv[4] = _mm256_and_si256(_mm256_srli_epi16(L[0], 4), low4); /* 1, 5 */
+    wv[5] = _mm256_and_si256(_mm256_srli_epi16(L[1], 4), low4);
+    wv[6] = _mm256_and_si256(_mm256_srli_epi16(L[2], 4), low4); /* 3, 7 */
+    wv[7] = _mm256_and_si256(_mm256_srli_epi16(L[3], 4), low4);
+    if (t == QMM_TYPE_Q5_K) { /* bit S of qh[l] is bit 4 of sub-block S element l */
+        const __m256i h0 = bcast16(qh), h1 = bcast16(qh + 16), b16 = _mm256_set1_epi8(16);
+        for (int p = 0; p < 4; p++) {
+            const __m256i m = mask2(1 << PAIRS_K4[p][0], 1 << PAIRS_K4[p][1]);
+            wv[2 * p] = _mm256_or_si256(wv[2 * p], bit_select(h0, m, b16));
+            wv[2 * p + 1] = _mm256_or_si256(wv[2 * p + 1], bit_select(h1, m, b16));
+        }
+    }
+    uint64_t sc8, mn8;
+    k4_scales_mins(scales, &sc8, &mn8);
+    const __m128 f = _mm_cvtph_ps(_mm_cvtsi32_si128((int)ld32(blk))); /* d, dmin */
+    const __m128i sc = _mm_shuffle_epi8(_mm_cvtsi64_si128((long long)sc8), order);
+    const __m128i mn = _mm_shuffle_epi8(_mm_cvtsi64_si128((long long)mn8), order);
+    *dw = _mm256_mul_ps(_mm256_set1_ps(_mm_cvtss_f32(f)), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sc)));
+    *mw = _mm256_mul_ps(_mm256_set1_ps(-_mm_cvtss_f32(_mm_movehdup_ps(f))),
+                        _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(mn)));
+}
+
+/* q3_K 6-bit scales minus 32 of the 16 sub-blocks, as int8 (as gemv_int8_avx512.c). */
+static inline __m128i q3_scales(const uint8_t *p) {
+    uint64_t a;
+    memcpy(&a, p, 8);
+    const uint32_t c = ld32(p + 8);
+    const __m128i v = _mm_set1_epi64x((long long)a);
+    const __m128i lo = _mm_and_si128(_mm_blend_epi16(v, _mm_srli_epi16(v, 4), 0xF0),
+                                     _mm_set1_epi8(0x0F));
+    const __m128i hi = _mm_and_si128(_mm_srlv_epi32(_mm_set1_epi32((int)c),
+                                                    _mm_setr_epi32(0, 2, 4, 6)),
+                                     _mm_set1_epi8(0x03));
+    return _mm_sub_epi8(_mm_or_si128(lo, _mm_slli_epi16(hi, 4)), _mm_set1_epi8(32));
+}
+
+/* 16 per-sub-block bytes (already in lane order) widened to two vectors of 8 lanes. */
+I8_INLINE void widen16(__m128i b, bool sgn, __m256i out[2]) {
+    if (sgn) {
+        out[0] = _mm256_cvtepi8_epi32(b);
+        out[1] = _mm256_cvtepi8_epi32(_mm_srli_si128(b, 8));
+    } else {
+        out[0] = _mm256_cvtepu8_epi32(b);
+        out[1] = _mm256_cvtepu8_epi32(_mm_srli_si128(b, 8));
+    }
+}
+
+/* q2_K, q3_K, q6_K: one super-block (registers: pairs16()). */
+I8_INLINE void decode_k16(qmm_type t, const unsigned char *blk, __m128i order, __m256i wv[8],
+                          __m256 dw[2], __m256 mw[2]) {
+    const __m256i low4 = _mm256_set1_epi8(0x0F), three = _mm256_set1_epi8(3);
+    __m256i sc[2];
+    if (t == QMM_TYPE_Q6_K) {
+        const unsigned char *ql = blk + offsetof(block_q6_K, ql), *qh = blk + offsetof(block_q6_K, qh);
+        const __m256i c30 = _mm256_set1_epi8(0x30);
+        const __m256i nib = _mm256_setr_epi64x(0, 0, 4, 4); /* low nibble | high nibble */
+        for (int hf = 0; hf < 2; hf++) {
+            /* sub-blocks 8hf + (0, 4), (1, 5), (2, 6), (3, 7): ql[64hf + 16g] low | high
+             * nibbles, with bit pairs (0, 2) (g = 0, 1) or (1, 3) (g = 2, 3) of
+             * qh[32hf + 16(g % 2)] */
+            for (int g = 0; g < 2; g++) {
+                const __m256i h = bcast16(qh + 32 * hf + 16 * g);
+                /* bytes 0..15 with bits 0..3 moved up by 4 (bit pair 0 or 1 at bits 4..7),
+                 * 16..31 as loaded (bit pair 2 or 3 at bits 4..7) */
+                const __m256i hc = _mm256_blend_epi32(_mm256_slli_epi64(h, 4), h, 0xF0);
+                const __m256i hb[2] = {_mm256_and_si256(hc, c30),
+                                       _mm256_and_si256(_mm256_srli_epi64(hc, 2), c30)};
+                for (int pr = 0; pr < 2; pr++) { /* g' = g + 2 pr: ql bytes 16 g' */
+                    const int v = 4 * hf + g + 2 * pr;
+                    const __m256i z = bcast16(ql + 64 * hf + 16 * (g + 2 * pr));
+                    wv[v] = _mm256_or_si256(_mm256_and_si256(_mm256_srlv_epi64(z, nib), low4),
+                                            hb[pr]);
+                }
+            }
+        }
+        widen16(_mm_loadu_si128((const __m128i *)(blk + offsetof(block_q6_K, scales))), true, sc);
+        const float d = _cvtsh_ss(ld16(blk + offsetof(block_q6_K, d)));
+        for (int i = 0; i < 2; i++)
+            dw[i] = _mm256_mul_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sc[i]));
+        return;
+    }
+    /* q2_K / q3_K: sub-block 8c + 2s + lh is bit pair s of qs[32c + 16lh + i]; registers
+     * (pairs PAIRS_K2): v = 0..3 qs bytes 16v bit pairs (0, 1), v = 4..7 qs bytes 16(v - 4)
+     * bit pairs (2, 3) */
+    const unsigned char *qs = t == QMM_TYPE_Q2_K ? blk + offsetof(block_q2_K, qs)
+                                                 : blk + offsetof(block_q3_K, qs);
+    const __m256i s01 = _mm256_setr_epi64x(0, 0, 2, 2), s23 = _mm256_setr_epi64x(4, 4, 6, 6);
+    for (int g = 0; g < 4; g++) {
+        const __m256i z = bcast16(qs + 16 * g);
+        wv[g] = _mm256_and_si256(_mm256_srlv_epi64(z, s01), three);
+        wv[4 + g] = _mm256_and_si256(_mm256_srlv_epi64(z, s23), three);
+    }
+    if (t == QMM_TYPE_Q2_K) {
+        const block_q2_K *b = (const block_q2_K *)blk;
+        const __m128i s = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)b->scales), order);
+        widen16(_mm_and_si128(s, _mm_set1_epi8(15)), false, sc);
+        __m256i mn[2];
+        widen16(_mm_and_si128(_mm_srli_epi16(s, 4), _mm_set1_epi8(15)), false, mn);
+        const __m128 f = _mm_cvtph_ps(_mm_cvtsi32_si128((int)ld32(blk + offsetof(block_q2_K, d))));
+        for (int i = 0; i < 2; i++) {
+            dw[i] = _mm256_mul_ps(_mm256_set1_ps(_mm_cvtss_f32(f)), _mm256_cvtepi32_ps(sc[i]));
+            mw[i] = _mm256_mul_ps(_mm256_set1_ps(-_mm_cvtss_f32(_mm_movehdup_ps(f))),
+                                  _mm256_cvtepi32_ps(mn[i]));
+        }
+        return;
+    }
+    /* q3_K: + 4 where bit 4c + s of hmask[16lh + i]: register v (sub-blocks A, B of the pairs)
+     * takes hmask[16(v % 2)..] with the bits of A and B */
+    const unsigned char *hm = blk + offsetof(block_q3_K, hmask);
+    const __m256i h0 = bcast16(hm), h1 = bcast16(hm + 16), b4 = _mm256_set1_epi8(4);
+    for (int v = 0; v < 8; v++) {
+        const int A = PAIRS_K2[v][0], B = PAIRS_K2[v][1];
+        const __m256i m = mask2(1 << (4 * (A / 8) + (A % 8) / 2), 1 << (4 * (B / 8) + (B % 8) / 2));
+        wv[v] = _mm256_or_si256(wv[v], bit_select(v % 2 ? h1 : h0, m, b4));
+    }
+    widen16(_mm_shuffle_epi8(q3_scales(blk + offsetof(block_q3_K, scales)), order), true, sc);
+    const float d = _cvtsh_ss(ld16(blk + offsetof(block_q3_K, d)));
+    for (int i = 0; i < 2; i++) dw[i] = _mm256_mul_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sc[i]));
+}
+
+/* UE4M3 bytes (one per int32 lane) to ue4m3(x) / 2 (as gemv_int8_codebook_avx512.c): E =
+ * bits 3..6, M = bits 0..2; E > 0: the float bits (E + 119) << 23 | M << 20; E = 0: M 2^-10;
+ * the byte 0x7F: 0. */
+I8_INLINE __m256 ue4m3_half(__m256i x) {
+    const __m256i e = _mm256_and_si256(_mm256_srli_epi32(x, 3), _mm256_set1_epi32(15));
+    const __m256i m = _mm256_and_si256(x, _mm256_set1_epi32(7));
+    const __m256i normal = _mm256_or_si256(
+        _mm256_slli_epi32(_mm256_add_epi32(e, _mm256_set1_epi32(119)), 23), _mm256_slli_epi32(m, 20));
+    const __m256 sub = _mm256_mul_ps(_mm256_cvtepi32_ps(m), _mm256_set1_ps(0x1p-10f));
+    const __m256 v = _mm256_blendv_ps(_mm256_castsi256_ps(normal), sub,
+                                      _mm256_castsi256_ps(_mm256_cmpeq_epi32(e, _mm256_setzero_si256())));
+    return _mm256_andnot_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(x, _mm256_set1_epi32(0x7F))), v);
+}
+
+/* nvfp4: 4 blocks at p (registers PAIRS_NAT16: block 2q + (0, 1), sub-block s, for register
+ * 4q + s). */
+I8_INLINE void decode_nv(const unsigned char *p, __m256i ws[8], __m256 dw[2]) {
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
+    const __m256i tbl = bcast16((const unsigned char *)qmm_kvalues_e2m1);
+    const size_t bs = sizeof(block_nvfp4), qs_at = offsetof(block_nvfp4, qs);
+    for (int q = 0; q < 2; q++) {
+        const unsigned char *b0 = p + (size_t)(2 * q) * bs + qs_at, *b1 = b0 + bs;
+        for (int hh = 0; hh < 2; hh++) { /* qs bytes 16hh..16hh+15: sub-blocks 2hh, 2hh + 1 */
+            const __m256i z = load2(b0 + 16 * hh, b1 + 16 * hh);
+            const __m256i lo = _mm256_shuffle_epi8(tbl, _mm256_and_si256(z, low4));
+            const __m256i hi = _mm256_shuffle_epi8(tbl, _mm256_and_si256(_mm256_srli_epi16(z, 4), low4));
+            ws[4 * q + 2 * hh] = _mm256_unpacklo_epi64(lo, hi);
+            ws[4 * q + 2 * hh + 1] = _mm256_unpackhi_epi64(lo, hi);
+        }
+    }
+    const __m128i d = _mm_setr_epi32((int)ld32(p), (int)ld32(p + bs), (int)ld32(p + 2 * bs),
+                                     (int)ld32(p + 3 * bs));
+    dw[0] = ue4m3_half(_mm256_cvtepu8_epi32(d));
+    dw[1] = ue4m3_half(_mm256_cvtepu8_epi32(_mm_srli_si128(d, 8)));
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Row kernel
+ * ------------------------------------------------------------------------------------- */
+
+/* _mm512_reduce_add_ps's tree on the 16 lanes lo (0..7), hi (8..15). */
+I8_INLINE float reduce16(__m256 lo, __m256 hi) {
+    const __m256 t3 = _mm256_add_ps(hi, lo);
+    const __m128 t6 = _mm_add_ps(_mm256_extractf128_ps(t3, 1), _mm256_castps256_ps128(t3));
+    const __m128 t8 = _mm_add_ps(t6, _mm_shuffle_ps(t6, t6, _MM_SHUFFLE(1, 0, 3, 2)));
+    return _mm_cvtss_f32(t8) + _mm_cvtss_f32(_mm_shuffle_ps(t8, t8, 1));
+}
+
+/* Elements of the last block-aligned stretch: blocks of the half present (1..full). */
+static int half_blocks(qmm_type t, int64_t left) {
+    const int be = qmm_i8_block_elems(t), full = HALF / be;
+    const int64_t nb = left / be;
+    return nb >= full ? full : (int)nb;
+}
+
+/* R (1..QMM_I8_GROUP) consecutive W rows against n (<= QMM_I8_NMAX) X rows: y[j * ldy + r]
+ * (gemv_int8_common.h's ROW_KERNEL). */
+I8_INLINE void row_kernel(qmm_type t, const unsigned char *w, size_t row_stride, int R,
+                          size_t prefetch_off, int64_t k, int64_t n, const qmm_i8_xrow *xr,
+                          const int32_t *lane_sub, float *y, int64_t ldy) {
+    const bool two = qmm_i8_sub16(t), mins = qmm_i8_has_min(t), sg = signed_w(t);
+    const bool cb = qmm_i8_codebook(t);
+    const int shift = qmm_i8_offset_shift(t);
+    const int64_t chunks = (k + QMM_I8_CHUNK - 1) / QMM_I8_CHUNK;
+    const size_t cbytes = qmm_i8_chunk_bytes(t), hbytes = cbytes / 2;
+    const __m128i order = sc_order(lane_sub, two);
+    __m256 accs[QMM_I8_GROUP][QMM_I8_NMAX][2];
+    for (int r = 0; r < R; r++)
+        for (int64_t j = 0; j < n; j++) accs[r][j][0] = accs[r][j][1] = _mm256_setzero_ps();
+    for (int64_t ch = 0; ch < chunks; ch++)
+        for (int r = 0; r < R; r++) {
+            const unsigned char *row = w + (size_t)r * row_stride;
+            qmm_i8_prefetch(row + ch * cbytes, cbytes, prefetch_off);
+            __m256 mw_keep[2][2]; /* q2_K: the min scales of both halves, applied after them */
+            int halves = 0;
+            for (int hh = 0; hh < 2; hh++) {
+                const int64_t left = k - ch * QMM_I8_CHUNK - hh * HALF;
+                if (left <= 0) break;
+                halves++;
+                const unsigned char *hp = row + (size_t)ch * cbytes + hh * hbytes;
+                const int nb = half_blocks(t, left), full = HALF / qmm_i8_block_elems(t);
+                unsigned char tail[8 * sizeof(block_q8_0)]; /* the largest half of a tail */
+                if (nb < full) { /* the row's last blocks, zero blocks after them */
+                    memset(tail, 0, sizeof tail);
+                    memcpy(tail, hp, (size_t)nb * qmm_i8_block_bytes(t));
+                    hp = tail;
+                }
+                __m256i ws[8], wa[8];
+                __m256 dw[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+                __m256 mw[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+                if (t == QMM_TYPE_Q4_K || t == QMM_TYPE_Q5_K) decode_k4(t, hp, order, ws, &dw[0], &mw[0]);
+                else if (qmm_i8_k_quant(t)) decode_k16(t, hp, order, ws, dw, mw);
+                else if (t == QMM_TYPE_IQ4_XS) decode_xs(hp, ws, &dw[0]);
+                else if (t == QMM_TYPE_NVFP4) decode_nv(hp, ws, dw);
+                else decode_legacy(t, hp, ws, &dw[0], &mw[0]);
+                for (int v = 0; v < 8; v++) wa[v] = sg ? _mm256_abs_epi8(ws[v]) : ws[v];
+                if (two && mins) {
+                    mw_keep[hh][0] = mw[0];
+                    mw_keep[hh][1] = mw[1];
+                }
+                for (int64_t j = 0; j < n; j++) {
+                    const int8_t *xq = xr[j].q + ch * QMM_I8_CHUNK + hh * HALF;
+                    __m256i is[2];
+                    half_dots(t, wa, ws, xq, is);
+                    __m256 *acc = accs[r][j];
+                    if (!two) { /* lanes 8hh..8hh+7 */
+                        const int64_t lb = ch * QMM_I8_LANES + 8 * hh;
+                        if (shift != 0)
+                            is[0] = _mm256_sub_epi32(is[0], _mm256_slli_epi32(_mm256_loadu_si256(
+                                                         (const __m256i *)(xr[j].sum + lb)), shift));
+                        const __m256 dxv = _mm256_loadu_ps(xr[j].dx + lb);
+                        __m256 a = acc[hh];
+                        if (cb)
+                            a = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(is[0]), dxv), dw[0], a);
+                        else
+                            a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is[0]), _mm256_mul_ps(dw[0], dxv), a);
+                        if (mins) a = _mm256_fmadd_ps(_mm256_loadu_ps(xr[j].s + lb), mw[0], a);
+                        acc[hh] = a;
+                    } else { /* all 16 lanes, the sub-blocks of half hh */
+                        const int64_t lb = ch * QMM_I8_LANES + 16 * hh;
+                        for (int i = 0; i < 2; i++) {
+                            if (shift != 0)
+                                is[i] = _mm256_sub_epi32(is[i], _mm256_slli_epi32(_mm256_loadu_si256(
+                                                             (const __m256i *)(xr[j].sum + lb + 8 * i)), shift));
+                            const __m256 dxv = _mm256_loadu_ps(xr[j].dx + lb + 8 * i);
+                            if (cb)
+                                acc[i] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(is[i]), dxv),
+                                                         dw[i], acc[i]);
+                            else
+                                acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is[i]),
+                                                         _mm256_mul_ps(dw[i], dxv), acc[i]);
+                        }
+                    }
+                }
+            }
+            if (two && mins) /* q2_K: s * m_w of half 0, then of half 1 */
+                for (int64_t j = 0; j < n; j++)
+                    for (int hh = 0; hh < halves; hh++)
+                        for (int i = 0; i < 2; i++) {
+                            const int64_t lb = ch * QMM_I8_LANES + 16 * hh + 8 * i;
+                            accs[r][j][i] = _mm256_fmadd_ps(_mm256_loadu_ps(xr[j].s + lb),
+                                                            mw_keep[hh][i], accs[r][j][i]);
+                        }
+        }
+    for (int r = 0; r < R; r++)
+        for (int64_t j = 0; j < n; j++) y[j * ldy + r] = reduce16(accs[r][j][0], accs[r][j][1]);
+}
+
+QMM_I8_DEFINE_ROWS(rows_q4_0, row_kernel, QMM_TYPE_Q4_0)
+QMM_I8_DEFINE_ROWS(rows_q4_1, row_kernel, QMM_TYPE_Q4_1)
+QMM_I8_DEFINE_ROWS(rows_q5_0, row_kernel, QMM_TYPE_Q5_0)
+QMM_I8_DEFINE_ROWS(rows_q5_1, row_kernel, QMM_TYPE_Q5_1)
+QMM_I8_DEFINE_ROWS(rows_q8_0, row_kernel, QMM_TYPE_Q8_0)
+QMM_I8_DEFINE_ROWS(rows_q2_K, row_kernel, QMM_TYPE_Q2_K)
+QMM_I8_DEFINE_ROWS(rows_q3_K, row_kernel, QMM_TYPE_Q3_K)
+QMM_I8_DEFINE_ROWS(rows_q4_K, row_kernel, QMM_TYPE_Q4_K)
+QMM_I8_DEFINE_ROWS(rows_q5_K, row_kernel, QMM_TYPE_Q5_K)
+QMM_I8_DEFINE_ROWS(rows_q6_K, row_kernel, QMM_TYPE_Q6_K)
+QMM_I8_DEFINE_ROWS(rows_iq4_nl, row_kernel, QMM_TYPE_IQ4_NL)
+QMM_I8_DEFINE_ROWS(rows_iq4_xs, row_kernel, QMM_TYPE_IQ4_XS)
+QMM_I8_DEFINE_ROWS(rows_mxfp4, row_kernel, QMM_TYPE_MXFP4)
+QMM_I8_DEFINE_ROWS(rows_nvfp4, row_kernel, QMM_TYPE_NVFP4)
+
+static qmm_i8_rows_fn rows_for(qmm_type t) {
+    switch (t) {
+    case QMM_TYPE_Q4_0: return rows_q4_0;
+    case QMM_TYPE_Q4_1: return rows_q4_1;
+    case QMM_TYPE_Q5_0: return rows_q5_0;
+    case QMM_TYPE_Q5_1: return rows_q5_1;
+    case QMM_TYPE_Q8_0: return rows_q8_0;
+    case QMM_TYPE_Q2_K: return rows_q2_K;
+    case QMM_TYPE_Q3_K: return rows_q3_K;
+    case QMM_TYPE_Q4_K: return rows_q4_K;
+    case QMM_TYPE_Q5_K: return rows_q5_K;
+    case QMM_TYPE_Q6_K: return rows_q6_K;
+    case QMM_TYPE_IQ4_NL: return rows_iq4_nl;
+    case QMM_TYPE_IQ4_XS: return rows_iq4_xs;
+    case QMM_TYPE_MXFP4: return rows_mxfp4;
+    case QMM_TYPE_NVFP4: return rows_nvfp4;
+    default: return NULL;
+    }
+}
+
+#if QMM_I8_AVXVNNI
+void qmm_x86_gemv_int8_avxvnni(qmm_type type, int64_t m, int64_t k, const unsigned char *w,
+                               size_t row_stride, int64_t n, const float *x, int64_t ldx,
+                               float *y, int64_t ldy, void *scratch, int n_threads)
+#else
+void qmm_x86_gemv_int8_avx2(qmm_type type, int64_t m, int64_t k, const unsigned char *w,
+                            size_t row_stride, int64_t n, const float *x, int64_t ldx, float *y,
+                            int64_t ldy, void *scratch, int n_threads)
+#endif
+{
+    const qmm_i8_rows_fn fn = rows_for(type);
+    if (fn == NULL) return;
+    qmm_i8_layout lo;
+    layout_make(type, &lo);
+    qmm_i8_drive(fn, &lo, qmm_x86_int8_quantize_row_avx2, m, k, w, row_stride, n, x, ldx, y,
+                 ldy, scratch, n_threads);
+}
