@@ -15,14 +15,17 @@
  *     (A in bytes 0..15, B in 16..31; wv[2p] their elements 0..15, wv[2p+1] 16..31), so
  *     r[p] = dot(wv[2p], x) + dot(wv[2p+1], x') holds A's partial sums in int32 lanes 0..3 and
  *     B's in 4..7; hadd(hadd(r0, r1), hadd(r2, r3)) gives lane i = A of pair i, lane 4 + i = B;
- *   16-element sub-blocks: each register holds two sub-blocks (A in bytes 0..15, B in 16..31),
- *     r[v] = dot(wv[v], x); hadd(hadd(r0, r1), hadd(r2, r3)) gives lanes 0..7 =
- *     A0 A1 A2 A3 B0 B1 B2 B3, the same over r4..r7 lanes 8..15.
- * The pairs of each type (below) are chosen so that these lanes hold exactly the sub-blocks of
- * the AVX-512 kernel's result lanes (its lane_sub: natural for the legacy, codebook and q6_K
- * types, 0 2 1 3 4 6 5 7 per super-block for q4_K/q5_K, 0 1 8 9 2 3 10 11 4 5 12 13 6 7 14 15
- * for q2_K/q3_K), and the float part repeats the AVX-512 operations lane by lane, its 16-lane
- * accumulator being two ymm (lanes 0..7, 8..15): per chunk, lane l of
+ *   16-element sub-blocks: 4 pairs too, each of four sub-blocks S[p] = A, B, C, D: wv[2p] holds
+ *     elements 0..7 of A, B (bytes 0..15) and of C, D (16..31), wv[2p+1] their elements 8..15,
+ *     so r[p] has int32 lanes A A B B C C D D; hadd(r0, r1) gives lanes 0..7 =
+ *     A0 B0 A1 B1 C0 D0 C1 D1, hadd(r2, r3) lanes 8..15 likewise.
+ * The pairs of each type (below) are chosen so that each group of 8 lanes holds the sub-blocks
+ * of the same 8 lanes of the AVX-512 kernel (the canonical lanes, gemv_int8_common.h: natural
+ * for the legacy, codebook and q6_K types, 0 2 1 3 4 6 5 7 per super-block for q4_K/q5_K,
+ * 0 1 8 9 2 3 10 11 4 5 12 13 6 7 14 15 for q2_K/q3_K), in an order of its own for q2_K, q3_K
+ * and q6_K (a permutation undone once per output, lane_out, before the final sum); the float
+ * part repeats the AVX-512 operations lane by lane, its 16-lane accumulator being two ymm
+ * (lanes 0..7, 8..15): per chunk, lane l of
  *   32-element sub-blocks: half h's 8 lanes are lanes 8h..8h+7:
  *       acc = fma((float)isum, d_w * dx, acc), then for min types acc = fma(s, m_w, acc);
  *       codebook types: acc = fma((float)isum * dx, d_w, acc);
@@ -36,8 +39,9 @@
  * sign(x, w) (x negated where w < 0, zero where w = 0; |x| <= 127, so never overflowing, and
  * q8_0's -128 becomes the unsigned 128: CASES C). vpmaddubsw adds two products into int16:
  * at most 2 * 63 * 127 = 16002 for the unsigned types, so the two registers of a pair are added
- * in int16 (32004) before vpmaddwd; the signed-value types reach 2 * 128 * 127 = 32512 per
- * vpmaddubsw and widen each separately. vpdpbusd (AVX-VNNI) adds 4 products into int32.
+ * in int16 (32004) before vpmaddwd, and so are mxfp4's and nvfp4's (|w| <= 12); q8_0, iq4_nl
+ * and iq4_xs reach 2 * 128 * 127 = 32512 per vpmaddubsw and widen each separately. vpdpbusd
+ * (AVX-VNNI) adds 4 products into int32.
  * Offset types subtract offset * sum(q_x) in int32 (q4_0 8, q5_0 16, q3_K 4, q6_K 32).
  * Tails: a half past the row's end is skipped (the AVX-512 kernel adds exact zeros there); a
  * half holding fewer blocks is decoded from a zeroed copy of its blocks (never reading past
@@ -69,26 +73,29 @@
 /* q8_0 and the codebook types: signed W values (the |w|, sign(x, w) dot). */
 static bool signed_w(qmm_type t) { return t == QMM_TYPE_Q8_0 || qmm_i8_codebook(t); }
 
-/* The two sub-blocks (of the half) of pair p (32-element sub-blocks) or register v (16). */
+/* 32-element sub-blocks: the two sub-blocks (of the half) of pair p. */
 static const uint8_t PAIRS_NAT32[4][2] = {{0, 4}, {1, 5}, {2, 6}, {3, 7}};
 static const uint8_t PAIRS_K4[4][2] = {{0, 4}, {2, 6}, {1, 5}, {3, 7}};
-static const uint8_t PAIRS_NAT16[8][2] = {{0, 4}, {1, 5}, {2, 6}, {3, 7},
-                                          {8, 12}, {9, 13}, {10, 14}, {11, 15}};
-static const uint8_t PAIRS_K2[8][2] = {{0, 2}, {1, 3}, {8, 10}, {9, 11},
-                                       {4, 6}, {5, 7}, {12, 14}, {13, 15}};
+/* 16-element sub-blocks: the four sub-blocks A, B, C, D of pair p. */
+static const uint8_t SUBS_Q6[4][4] = {{0, 4, 1, 5}, {2, 6, 3, 7}, {8, 12, 9, 13}, {10, 14, 11, 15}};
+static const uint8_t SUBS_K2[4][4] = {{0, 2, 1, 3}, {8, 10, 9, 11}, {4, 6, 5, 7}, {12, 14, 13, 15}};
+static const uint8_t SUBS_NV[4][4] = {{0, 1, 4, 5}, {2, 3, 6, 7}, {8, 9, 12, 13}, {10, 11, 14, 15}};
 
 static const uint8_t (*pairs32(qmm_type t))[2] {
     return t == QMM_TYPE_Q4_K || t == QMM_TYPE_Q5_K ? PAIRS_K4 : PAIRS_NAT32;
 }
 
-static const uint8_t (*pairs16(qmm_type t))[2] {
-    return t == QMM_TYPE_Q2_K || t == QMM_TYPE_Q3_K ? PAIRS_K2 : PAIRS_NAT16;
+static const uint8_t (*subs16(qmm_type t))[4] {
+    return t == QMM_TYPE_Q6_K ? SUBS_Q6 : t == QMM_TYPE_NVFP4 ? SUBS_NV : SUBS_K2;
 }
 
 /* Chunk element in byte b (0..31) of ymm register v (0..15: half v / 8, register v % 8). */
 static int elem(qmm_type t, int v, int b) {
     const int h = v / 8, r = v % 8, side = b / 16;
-    if (qmm_i8_sub16(t)) return HALF * h + 16 * pairs16(t)[r][side] + b % 16;
+    if (qmm_i8_sub16(t)) { /* bytes 0..7 / 8..15 of a side: A / B (side 0), C / D (side 1) */
+        const int sub = subs16(t)[r / 2][2 * side + (b % 16) / 8];
+        return HALF * h + 16 * sub + 8 * (r % 2) + b % 8;
+    }
     return HALF * h + 32 * pairs32(t)[r / 2][side] + 16 * (r % 2) + b % 16;
 }
 
@@ -97,15 +104,19 @@ static void layout_make(qmm_type t, qmm_i8_layout *lo) {
     lo->sub_size = two ? 16 : 32;
     lo->lanes = two ? 32 : 16;
     lo->flip = 0;
-    (void)qmm_i8_layout_runs(lo, 32, elem, t); /* every order here moves runs of 16 */
+    (void)qmm_i8_layout_runs(lo, 32, elem, t); /* every order here moves runs of 8 */
     for (int l = 0; l < QMM_I8_LANES; l++) lo->lane_sub[l] = 0;
     for (int h = 0; h < 2; h++) {
-        if (two) /* lanes 16h + 8q + i: register 4q + i % 4, side i / 4 */
-            for (int l = 0; l < 16; l++)
-                lo->lane_sub[16 * h + l] = 16 * h + pairs16(t)[4 * (l / 8) + l % 4][(l % 8) / 4];
+        if (two) /* lane 8q + i of half h: pair 2q + (i % 4) / 2, slot i % 2 + 2 (i / 4) */
+            for (int l = 0; l < 16; l++) {
+                const int i = l % 8;
+                lo->lane_sub[16 * h + l] =
+                    16 * h + subs16(t)[2 * (l / 8) + (i % 4) / 2][i % 2 + 2 * (i / 4)];
+            }
         else /* lanes 8h + i: pair i % 4, side i / 4 */
             for (int l = 0; l < 8; l++) lo->lane_sub[8 * h + l] = 8 * h + pairs32(t)[l % 4][l / 4];
     }
+    (void)qmm_i8_layout_out(lo, t); /* every group of 8 holds its canonical sub-blocks */
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -136,8 +147,14 @@ I8_INLINE __m256i dot2(__m256i u0, __m256i s0, __m256i u1, __m256i s1, bool smal
 #endif
 }
 
+/* Every int16 sum of two vpmaddubsw fits (|u| <= 64): the two registers of a pair are added
+ * before vpmaddwd. */
+static bool small_w(qmm_type t) {
+    return t != QMM_TYPE_Q8_0 && t != QMM_TYPE_IQ4_NL && t != QMM_TYPE_IQ4_XS;
+}
+
 /* The 8 or 16 exact sub-block dots of one half against the X bytes at xq (8 x 32 bytes):
- * is[0] (and is[1] for 16-element sub-blocks), in result-lane order. wa: the unsigned
+ * is[0] (and is[1] for 16-element sub-blocks), in the layout's lane order. wa: the unsigned
  * operands (|w| for signed types), ws: the signed W (signed types only, for the sign). */
 I8_INLINE void half_dots(qmm_type t, const __m256i wa[8], const __m256i ws[8],
                          const int8_t *xq, __m256i is[2]) {
@@ -147,15 +164,13 @@ I8_INLINE void half_dots(qmm_type t, const __m256i wa[8], const __m256i ws[8],
         xv[v] = _mm256_loadu_si256((const __m256i *)(xq + 32 * v));
         if (sg) xv[v] = _mm256_sign_epi8(xv[v], ws[v]);
     }
+    __m256i r[4];
+    for (int p = 0; p < 4; p++)
+        r[p] = dot2(wa[2 * p], xv[2 * p], wa[2 * p + 1], xv[2 * p + 1], small_w(t));
     if (qmm_i8_sub16(t)) {
-        __m256i r[8];
-        for (int v = 0; v < 8; v++) r[v] = dot1(wa[v], xv[v]);
-        is[0] = _mm256_hadd_epi32(_mm256_hadd_epi32(r[0], r[1]), _mm256_hadd_epi32(r[2], r[3]));
-        is[1] = _mm256_hadd_epi32(_mm256_hadd_epi32(r[4], r[5]), _mm256_hadd_epi32(r[6], r[7]));
+        is[0] = _mm256_hadd_epi32(r[0], r[1]);
+        is[1] = _mm256_hadd_epi32(r[2], r[3]);
     } else {
-        __m256i r[4];
-        for (int p = 0; p < 4; p++)
-            r[p] = dot2(wa[2 * p], xv[2 * p], wa[2 * p + 1], xv[2 * p + 1], !sg);
         is[0] = _mm256_hadd_epi32(_mm256_hadd_epi32(r[0], r[1]), _mm256_hadd_epi32(r[2], r[3]));
     }
 }
@@ -191,20 +206,29 @@ I8_INLINE __m256i bcast16(const unsigned char *p) {
 
 /* The f16 at offset `at` of 8 blocks `bs` bytes apart, as floats (exact). */
 I8_INLINE __m256 f16x8(const unsigned char *p, size_t bs, size_t at) {
-    const __m128i h = _mm_setr_epi16((short)ld16(p + at), (short)ld16(p + bs + at),
-                                     (short)ld16(p + 2 * bs + at), (short)ld16(p + 3 * bs + at),
-                                     (short)ld16(p + 4 * bs + at), (short)ld16(p + 5 * bs + at),
-                                     (short)ld16(p + 6 * bs + at), (short)ld16(p + 7 * bs + at));
+    __m128i h = _mm_cvtsi32_si128(ld16(p + at));
+    h = _mm_insert_epi16(h, ld16(p + bs + at), 1);
+    h = _mm_insert_epi16(h, ld16(p + 2 * bs + at), 2);
+    h = _mm_insert_epi16(h, ld16(p + 3 * bs + at), 3);
+    h = _mm_insert_epi16(h, ld16(p + 4 * bs + at), 4);
+    h = _mm_insert_epi16(h, ld16(p + 5 * bs + at), 5);
+    h = _mm_insert_epi16(h, ld16(p + 6 * bs + at), 6);
+    h = _mm_insert_epi16(h, ld16(p + 7 * bs + at), 7);
     return _mm256_cvtph_ps(h);
 }
 
-/* Byte i of the result: 0xFF where bit i of the 32-bit word w is set. */
-I8_INLINE __m256i bits_to_bytes(uint32_t w) {
-    const __m256i shuf = _mm256_setr_epi64x(0, 0x0101010101010101LL, 0x0202020202020202LL,
-                                            0x0303030303030303LL);
-    const __m256i bytes = _mm256_shuffle_epi8(_mm256_set1_epi32((int)w), shuf);
-    const __m256i bit = _mm256_set1_epi64x(0x7FBFDFEFF7FBFDFELL);
-    return _mm256_cmpeq_epi8(_mm256_or_si256(bytes, bit), _mm256_set1_epi64x(-1));
+/* The 32-bit words wa (bytes 0..15) and wb (bytes 16..31) as bytes of 16: byte i of half s is
+ * 0x10 where bit i (lo) or bit 16 + i (hi) of its word is set. */
+I8_INLINE void bits_to_16s(uint32_t wa, uint32_t wb, __m256i *lo, __m256i *hi) {
+    const __m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_cvtsi32_si128((int)wa)),
+                                              _mm_cvtsi32_si128((int)wb), 1);
+    const __m256i bit = _mm256_set1_epi64x(0x7FBFDFEFF7FBFDFELL), ones = _mm256_set1_epi64x(-1);
+    const __m256i b16 = _mm256_set1_epi8(16);
+    const __m256i sl = _mm256_setr_epi64x(0, 0x0101010101010101LL, 0, 0x0101010101010101LL);
+    const __m256i sh = _mm256_setr_epi64x(0x0202020202020202LL, 0x0303030303030303LL,
+                                          0x0202020202020202LL, 0x0303030303030303LL);
+    *lo = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_or_si256(_mm256_shuffle_epi8(v, sl), bit), ones), b16);
+    *hi = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_or_si256(_mm256_shuffle_epi8(v, sh), bit), ones), b16);
 }
 
 /* 0x10 or 0x04 (`val`) in each byte where (h & m) == m. */
@@ -218,10 +242,11 @@ I8_INLINE __m256i mask2(int a, int b) {
 }
 
 /* The bytes of lane order for a 16-byte table of per-sub-block values (16-element sub-blocks:
- * lane l = sub-block lane_sub[l] of the half; 32-element: 8 lanes, bytes 8..15 repeat). */
+ * lane l = sub-block lane_sub[l] of the half; 32-element: 8 lanes, and bytes 8..15 the same
+ * order for a second table of 8 in bytes 8..15). */
 I8_INLINE __m128i sc_order(const int32_t *lane_sub, bool two) {
     int8_t b[16];
-    for (int l = 0; l < 16; l++) b[l] = (int8_t)(two ? lane_sub[l] : lane_sub[l % 8]);
+    for (int l = 0; l < 16; l++) b[l] = (int8_t)(two ? lane_sub[l] : lane_sub[l % 8] + 8 * (l / 8));
     return _mm_loadu_si128((const __m128i *)b);
 }
 
@@ -252,10 +277,10 @@ I8_INLINE void decode_legacy(qmm_type t, const unsigned char *p, __m256i ws[8], 
         const __m256i z = load2(a + qs_at, b + qs_at);
         __m256i lo = _mm256_and_si256(z, low4), hi = _mm256_and_si256(_mm256_srli_epi16(z, 4), low4);
         if (five) { /* bit l of qh -> element l: bits 0..15 with the low nibbles, 16..31 high */
-            const uint32_t qa = ld32(a + qh_at), qb = ld32(b + qh_at);
-            const __m256i b16 = _mm256_set1_epi8(16);
-            lo = _mm256_or_si256(lo, _mm256_and_si256(bits_to_bytes((qa & 0xFFFFu) | (qb << 16)), b16));
-            hi = _mm256_or_si256(hi, _mm256_and_si256(bits_to_bytes((qa >> 16) | (qb & 0xFFFF0000u)), b16));
+            __m256i hl, hh;
+            bits_to_16s(ld32(a + qh_at), ld32(b + qh_at), &hl, &hh);
+            lo = _mm256_or_si256(lo, hl);
+            hi = _mm256_or_si256(hi, hh);
         }
         if (qmm_i8_codebook(t)) {
             lo = _mm256_shuffle_epi8(tbl, lo);
@@ -265,8 +290,15 @@ I8_INLINE void decode_legacy(qmm_type t, const unsigned char *p, __m256i ws[8], 
         ws[2 * i + 1] = hi;
     }
     if (t == QMM_TYPE_MXFP4) { /* E8M0 e: 2^(e - 128), the bits (e - 1) << 23, or 0x00200000 << e */
-        const __m256i e = _mm256_setr_epi32(p[0], p[bs], p[2 * bs], p[3 * bs], p[4 * bs],
-                                            p[5 * bs], p[6 * bs], p[7 * bs]);
+        __m128i eb = _mm_cvtsi32_si128(p[0]);
+        eb = _mm_insert_epi8(eb, p[bs], 1);
+        eb = _mm_insert_epi8(eb, p[2 * bs], 2);
+        eb = _mm_insert_epi8(eb, p[3 * bs], 3);
+        eb = _mm_insert_epi8(eb, p[4 * bs], 4);
+        eb = _mm_insert_epi8(eb, p[5 * bs], 5);
+        eb = _mm_insert_epi8(eb, p[6 * bs], 6);
+        eb = _mm_insert_epi8(eb, p[7 * bs], 7);
+        const __m256i e = _mm256_cvtepu8_epi32(eb);
         const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
         const __m256i sub = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
         *dw = _mm256_castsi256_ps(
@@ -301,14 +333,19 @@ I8_INLINE void decode_xs(const unsigned char *blk, __m256i ws[8], __m256 *dw) {
                         _mm256_cvtepi32_ps(ls));
 }
 
-/* The 8 six-bit scales (sub-block order) and 8 mins of a q4_K / q5_K super-block, as bytes
- * (qmm_kq_get_scale_min_k4's layout, four at a time as gemv_int8_avx512.c does). */
-static inline void k4_scales_mins(const uint8_t *p, uint64_t *sc8, uint64_t *mn8) {
-    const uint32_t a = ld32(p), b = ld32(p + 4), c = ld32(p + 8);
-    const uint32_t sc_hi = (c & 0x0F0F0F0Fu) | (((a >> 6) & 0x03030303u) << 4);
-    const uint32_t mn_hi = ((c >> 4) & 0x0F0F0F0Fu) | (((b >> 6) & 0x03030303u) << 4);
-    *sc8 = (a & 0x3F3F3F3Fu) | (uint64_t)sc_hi << 32;
-    *mn8 = (b & 0x3F3F3F3Fu) | (uint64_t)mn_hi << 32;
+/* The 8 six-bit scales (sub-block order, bytes 0..7) and 8 mins (bytes 8..15) of a q4_K / q5_K
+ * super-block from its 12 packed bytes (qmm_kq_get_scale_min_k4's layout, as words a, b, c:
+ * scales 0..3 = a & 0x3F.., mins 0..3 = b & 0x3F.., scales 4..7 = (c & 0x0F..) | (a >> 6) << 4,
+ * mins 4..7 = (c >> 4 & 0x0F..) | (b >> 6) << 4), four at a time in 32-bit lanes. */
+static inline __m128i k4_scales_mins(const uint8_t *p) {
+    const __m128i v = _mm_loadu_si128((const __m128i *)p); /* lane 3: not scales, unused */
+    const __m128i lo6 = _mm_and_si128(v, _mm_set1_epi8(0x3F)); /* lanes: sc 0..3, mn 0..3 */
+    const __m128i c = _mm_srlv_epi32(_mm_shuffle_epi32(v, _MM_SHUFFLE(2, 2, 2, 2)),
+                                     _mm_setr_epi32(0, 4, 0, 0));
+    const __m128i hi = _mm_or_si128(_mm_and_si128(c, _mm_set1_epi8(0x0F)),
+                                    _mm_slli_epi32(_mm_and_si128(_mm_srli_epi32(v, 6),
+                                                                 _mm_set1_epi8(0x03)), 4));
+    return _mm_unpacklo_epi32(lo6, hi); /* sc 0..3, sc 4..7, mn 0..3, mn 4..7 */
 }
 
 /* q4_K / q5_K: one super-block; pairs PAIRS_K4: (0, 4), (2, 6), (1, 5), (3, 7). */
@@ -344,14 +381,12 @@ I8_INLINE void decode_k4(qmm_type t, const unsigned char *blk, __m128i order, __
             wv[2 * p + 1] = _mm256_or_si256(wv[2 * p + 1], bit_select(h1, m, b16));
         }
     }
-    uint64_t sc8, mn8;
-    k4_scales_mins(scales, &sc8, &mn8);
+    /* order: lane order in bytes 0..7, the same + 8 in bytes 8..15 (sc_order) */
+    const __m128i sm = _mm_shuffle_epi8(k4_scales_mins(scales), order);
     const __m128 f = _mm_cvtph_ps(_mm_cvtsi32_si128((int)ld32(blk))); /* d, dmin */
-    const __m128i sc = _mm_shuffle_epi8(_mm_cvtsi64_si128((long long)sc8), order);
-    const __m128i mn = _mm_shuffle_epi8(_mm_cvtsi64_si128((long long)mn8), order);
-    *dw = _mm256_mul_ps(_mm256_set1_ps(_mm_cvtss_f32(f)), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sc)));
+    *dw = _mm256_mul_ps(_mm256_set1_ps(_mm_cvtss_f32(f)), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sm)));
     *mw = _mm256_mul_ps(_mm256_set1_ps(-_mm_cvtss_f32(_mm_movehdup_ps(f))),
-                        _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(mn)));
+                        _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(sm, 8))));
 }
 
 /* q3_K 6-bit scales minus 32 of the 16 sub-blocks, as int8 (as gemv_int8_avx512.c). */
@@ -379,51 +414,72 @@ I8_INLINE void widen16(__m128i b, bool sgn, __m256i out[2]) {
     }
 }
 
-/* q2_K, q3_K, q6_K: one super-block (registers: pairs16()). */
+/* The pair (wv[0], wv[1]) of registers a = [A | C], b = [B | D] (16 elements each): elements
+ * 0..7 of A, B | C, D, then 8..15. */
+I8_INLINE void pair16(__m256i a, __m256i b, __m256i out[2]) {
+    out[0] = _mm256_unpacklo_epi64(a, b);
+    out[1] = _mm256_unpackhi_epi64(a, b);
+}
+
+/* q2_K, q3_K, q6_K: one super-block (pairs subs16()). */
 I8_INLINE void decode_k16(qmm_type t, const unsigned char *blk, __m128i order, __m256i wv[8],
                           __m256 dw[2], __m256 mw[2]) {
     const __m256i low4 = _mm256_set1_epi8(0x0F), three = _mm256_set1_epi8(3);
     __m256i sc[2];
     if (t == QMM_TYPE_Q6_K) {
+        /* half hf (128 elements), quarter g (sub-blocks 8hf + 2g, +1): ql[64hf + 32(g % 2) + l]
+         * nibble g / 2, qh[32hf + l] bits 2g, 2g + 1 */
         const unsigned char *ql = blk + offsetof(block_q6_K, ql), *qh = blk + offsetof(block_q6_K, qh);
         const __m256i c30 = _mm256_set1_epi8(0x30);
-        const __m256i nib = _mm256_setr_epi64x(0, 0, 4, 4); /* low nibble | high nibble */
         for (int hf = 0; hf < 2; hf++) {
-            /* sub-blocks 8hf + (0, 4), (1, 5), (2, 6), (3, 7): ql[64hf + 16g] low | high
-             * nibbles, with bit pairs (0, 2) (g = 0, 1) or (1, 3) (g = 2, 3) of
-             * qh[32hf + 16(g % 2)] */
-            for (int g = 0; g < 2; g++) {
-                const __m256i h = bcast16(qh + 32 * hf + 16 * g);
-                /* bytes 0..15 with bits 0..3 moved up by 4 (bit pair 0 or 1 at bits 4..7),
-                 * 16..31 as loaded (bit pair 2 or 3 at bits 4..7) */
-                const __m256i hc = _mm256_blend_epi32(_mm256_slli_epi64(h, 4), h, 0xF0);
-                const __m256i hb[2] = {_mm256_and_si256(hc, c30),
-                                       _mm256_and_si256(_mm256_srli_epi64(hc, 2), c30)};
-                for (int pr = 0; pr < 2; pr++) { /* g' = g + 2 pr: ql bytes 16 g' */
-                    const int v = 4 * hf + g + 2 * pr;
-                    const __m256i z = bcast16(ql + 64 * hf + 16 * (g + 2 * pr));
-                    wv[v] = _mm256_or_si256(_mm256_and_si256(_mm256_srlv_epi64(z, nib), low4),
-                                            hb[pr]);
-                }
-            }
+            const __m256i z0 = _mm256_loadu_si256((const __m256i *)(ql + 64 * hf));
+            const __m256i z1 = _mm256_loadu_si256((const __m256i *)(ql + 64 * hf + 32));
+            const __m256i h = _mm256_loadu_si256((const __m256i *)(qh + 32 * hf));
+            const __m256i q0 = _mm256_or_si256(_mm256_and_si256(z0, low4),
+                                               _mm256_and_si256(_mm256_slli_epi16(h, 4), c30));
+            const __m256i q1 = _mm256_or_si256(_mm256_and_si256(z1, low4),
+                                               _mm256_and_si256(_mm256_slli_epi16(h, 2), c30));
+            const __m256i q2 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(z0, 4), low4),
+                                               _mm256_and_si256(h, c30));
+            const __m256i q3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(z1, 4), low4),
+                                               _mm256_and_si256(_mm256_srli_epi16(h, 2), c30));
+            pair16(q0, q2, &wv[4 * hf]);     /* sub-blocks 8hf + (0, 4, 1, 5) */
+            pair16(q1, q3, &wv[4 * hf + 2]); /* 8hf + (2, 6, 3, 7) */
         }
-        widen16(_mm_loadu_si128((const __m128i *)(blk + offsetof(block_q6_K, scales))), true, sc);
+        widen16(_mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(blk + offsetof(block_q6_K, scales))),
+                                 order), true, sc);
         const float d = _cvtsh_ss(ld16(blk + offsetof(block_q6_K, d)));
         for (int i = 0; i < 2; i++)
             dw[i] = _mm256_mul_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sc[i]));
         return;
     }
-    /* q2_K / q3_K: sub-block 8c + 2s + lh is bit pair s of qs[32c + 16lh + i]; registers
-     * (pairs PAIRS_K2): v = 0..3 qs bytes 16v bit pairs (0, 1), v = 4..7 qs bytes 16(v - 4)
-     * bit pairs (2, 3) */
+    /* q2_K / q3_K: sub-block 8c + 2s + l / 16 is bit pair s of qs[32c + l] (l = 0..31):
+     * V(c, s) = [8c + 2s | 8c + 2s + 1] */
     const unsigned char *qs = t == QMM_TYPE_Q2_K ? blk + offsetof(block_q2_K, qs)
                                                  : blk + offsetof(block_q3_K, qs);
-    const __m256i s01 = _mm256_setr_epi64x(0, 0, 2, 2), s23 = _mm256_setr_epi64x(4, 4, 6, 6);
-    for (int g = 0; g < 4; g++) {
-        const __m256i z = bcast16(qs + 16 * g);
-        wv[g] = _mm256_and_si256(_mm256_srlv_epi64(z, s01), three);
-        wv[4 + g] = _mm256_and_si256(_mm256_srlv_epi64(z, s23), three);
+    __m256i V[2][4];
+    for (int c = 0; c < 2; c++) {
+        const __m256i z = _mm256_loadu_si256((const __m256i *)(qs + 32 * c));
+        V[c][0] = _mm256_and_si256(z, three);
+        V[c][1] = _mm256_and_si256(_mm256_srli_epi16(z, 2), three);
+        V[c][2] = _mm256_and_si256(_mm256_srli_epi16(z, 4), three);
+        V[c][3] = _mm256_and_si256(_mm256_srli_epi16(z, 6), three);
     }
+    if (t == QMM_TYPE_Q3_K) { /* + 4 where bit 4c + s of hmask[l] */
+        const __m256i h = _mm256_loadu_si256((const __m256i *)(blk + offsetof(block_q3_K, hmask)));
+        const __m256i b4 = _mm256_set1_epi8(4);
+        const __m256i hs[8] = {_mm256_slli_epi16(h, 2), _mm256_slli_epi16(h, 1), h,
+                               _mm256_srli_epi16(h, 1), _mm256_srli_epi16(h, 2),
+                               _mm256_srli_epi16(h, 3), _mm256_srli_epi16(h, 4),
+                               _mm256_srli_epi16(h, 5)}; /* bit b at bit 2 */
+        for (int c = 0; c < 2; c++)
+            for (int s2 = 0; s2 < 4; s2++)
+                V[c][s2] = _mm256_or_si256(V[c][s2], _mm256_and_si256(hs[4 * c + s2], b4));
+    }
+    pair16(V[0][0], V[0][1], &wv[0]); /* sub-blocks 0, 2, 1, 3 */
+    pair16(V[1][0], V[1][1], &wv[2]); /* 8, 10, 9, 11 */
+    pair16(V[0][2], V[0][3], &wv[4]); /* 4, 6, 5, 7 */
+    pair16(V[1][2], V[1][3], &wv[6]); /* 12, 14, 13, 15 */
     if (t == QMM_TYPE_Q2_K) {
         const block_q2_K *b = (const block_q2_K *)blk;
         const __m128i s = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)b->scales), order);
@@ -437,15 +493,6 @@ I8_INLINE void decode_k16(qmm_type t, const unsigned char *blk, __m128i order, _
                                   _mm256_cvtepi32_ps(mn[i]));
         }
         return;
-    }
-    /* q3_K: + 4 where bit 4c + s of hmask[16lh + i]: register v (sub-blocks A, B of the pairs)
-     * takes hmask[16(v % 2)..] with the bits of A and B */
-    const unsigned char *hm = blk + offsetof(block_q3_K, hmask);
-    const __m256i h0 = bcast16(hm), h1 = bcast16(hm + 16), b4 = _mm256_set1_epi8(4);
-    for (int v = 0; v < 8; v++) {
-        const int A = PAIRS_K2[v][0], B = PAIRS_K2[v][1];
-        const __m256i m = mask2(1 << (4 * (A / 8) + (A % 8) / 2), 1 << (4 * (B / 8) + (B % 8) / 2));
-        wv[v] = _mm256_or_si256(wv[v], bit_select(v % 2 ? h1 : h0, m, b4));
     }
     widen16(_mm_shuffle_epi8(q3_scales(blk + offsetof(block_q3_K, scales)), order), true, sc);
     const float d = _cvtsh_ss(ld16(blk + offsetof(block_q3_K, d)));
@@ -466,24 +513,23 @@ I8_INLINE __m256 ue4m3_half(__m256i x) {
     return _mm256_andnot_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(x, _mm256_set1_epi32(0x7F))), v);
 }
 
-/* nvfp4: 4 blocks at p (registers PAIRS_NAT16: block 2q + (0, 1), sub-block s, for register
- * 4q + s). */
-I8_INLINE void decode_nv(const unsigned char *p, __m256i ws[8], __m256 dw[2]) {
+/* nvfp4: 4 blocks at p; pair 2j + q (SUBS_NV): qs bytes 16q..16q+15 of blocks 2j, 2j + 1, whose
+ * low nibbles are elements 0..7 of sub-blocks 2q, 2q + 1 and the high nibbles 8..15. */
+I8_INLINE void decode_nv(const unsigned char *p, __m128i order, __m256i ws[8], __m256 dw[2]) {
     const __m256i low4 = _mm256_set1_epi8(0x0F);
     const __m256i tbl = bcast16((const unsigned char *)qmm_kvalues_e2m1);
     const size_t bs = sizeof(block_nvfp4), qs_at = offsetof(block_nvfp4, qs);
-    for (int q = 0; q < 2; q++) {
-        const unsigned char *b0 = p + (size_t)(2 * q) * bs + qs_at, *b1 = b0 + bs;
-        for (int hh = 0; hh < 2; hh++) { /* qs bytes 16hh..16hh+15: sub-blocks 2hh, 2hh + 1 */
-            const __m256i z = load2(b0 + 16 * hh, b1 + 16 * hh);
-            const __m256i lo = _mm256_shuffle_epi8(tbl, _mm256_and_si256(z, low4));
-            const __m256i hi = _mm256_shuffle_epi8(tbl, _mm256_and_si256(_mm256_srli_epi16(z, 4), low4));
-            ws[4 * q + 2 * hh] = _mm256_unpacklo_epi64(lo, hi);
-            ws[4 * q + 2 * hh + 1] = _mm256_unpackhi_epi64(lo, hi);
+    for (int j = 0; j < 2; j++)
+        for (int q = 0; q < 2; q++) {
+            const unsigned char *b0 = p + (size_t)(2 * j) * bs + qs_at + 16 * q;
+            const __m256i z = load2(b0, b0 + bs);
+            ws[4 * j + 2 * q] = _mm256_shuffle_epi8(tbl, _mm256_and_si256(z, low4));
+            ws[4 * j + 2 * q + 1] =
+                _mm256_shuffle_epi8(tbl, _mm256_and_si256(_mm256_srli_epi16(z, 4), low4));
         }
-    }
-    const __m128i d = _mm_setr_epi32((int)ld32(p), (int)ld32(p + bs), (int)ld32(p + 2 * bs),
-                                     (int)ld32(p + 3 * bs));
+    const __m128i d = _mm_shuffle_epi8(_mm_setr_epi32((int)ld32(p), (int)ld32(p + bs),
+                                                      (int)ld32(p + 2 * bs), (int)ld32(p + 3 * bs)),
+                                       order);
     dw[0] = ue4m3_half(_mm256_cvtepu8_epi32(d));
     dw[1] = ue4m3_half(_mm256_cvtepu8_epi32(_mm_srli_si128(d, 8)));
 }
@@ -511,13 +557,13 @@ static int half_blocks(qmm_type t, int64_t left) {
  * (gemv_int8_common.h's ROW_KERNEL). */
 I8_INLINE void row_kernel(qmm_type t, const unsigned char *w, size_t row_stride, int R,
                           size_t prefetch_off, int64_t k, int64_t n, const qmm_i8_xrow *xr,
-                          const int32_t *lane_sub, float *y, int64_t ldy) {
+                          const qmm_i8_layout *lay, float *y, int64_t ldy) {
     const bool two = qmm_i8_sub16(t), mins = qmm_i8_has_min(t), sg = signed_w(t);
     const bool cb = qmm_i8_codebook(t);
     const int shift = qmm_i8_offset_shift(t);
     const int64_t chunks = (k + QMM_I8_CHUNK - 1) / QMM_I8_CHUNK;
     const size_t cbytes = qmm_i8_chunk_bytes(t), hbytes = cbytes / 2;
-    const __m128i order = sc_order(lane_sub, two);
+    const __m128i order = sc_order(lay->lane_sub, two);
     __m256 accs[QMM_I8_GROUP][QMM_I8_NMAX][2];
     for (int r = 0; r < R; r++)
         for (int64_t j = 0; j < n; j++) accs[r][j][0] = accs[r][j][1] = _mm256_setzero_ps();
@@ -545,7 +591,7 @@ I8_INLINE void row_kernel(qmm_type t, const unsigned char *w, size_t row_stride,
                 if (t == QMM_TYPE_Q4_K || t == QMM_TYPE_Q5_K) decode_k4(t, hp, order, ws, &dw[0], &mw[0]);
                 else if (qmm_i8_k_quant(t)) decode_k16(t, hp, order, ws, dw, mw);
                 else if (t == QMM_TYPE_IQ4_XS) decode_xs(hp, ws, &dw[0]);
-                else if (t == QMM_TYPE_NVFP4) decode_nv(hp, ws, dw);
+                else if (t == QMM_TYPE_NVFP4) decode_nv(hp, order, ws, dw);
                 else decode_legacy(t, hp, ws, &dw[0], &mw[0]);
                 for (int v = 0; v < 8; v++) wa[v] = sg ? _mm256_abs_epi8(ws[v]) : ws[v];
                 if (two && mins) {
@@ -596,8 +642,14 @@ I8_INLINE void row_kernel(qmm_type t, const unsigned char *w, size_t row_stride,
                                                             mw_keep[hh][i], accs[r][j][i]);
                         }
         }
+    /* the accumulator lanes back in the canonical order, then the AVX-512 kernel's final sum */
+    const __m256i out0 = _mm256_loadu_si256((const __m256i *)lay->lane_out);
+    const __m256i out1 = _mm256_sub_epi32(_mm256_loadu_si256((const __m256i *)(lay->lane_out + 8)),
+                                          _mm256_set1_epi32(8));
     for (int r = 0; r < R; r++)
-        for (int64_t j = 0; j < n; j++) y[j * ldy + r] = reduce16(accs[r][j][0], accs[r][j][1]);
+        for (int64_t j = 0; j < n; j++)
+            y[j * ldy + r] = reduce16(_mm256_permutevar8x32_ps(accs[r][j][0], out0),
+                                      _mm256_permutevar8x32_ps(accs[r][j][1], out1));
 }
 
 QMM_I8_DEFINE_ROWS(rows_q4_0, row_kernel, QMM_TYPE_Q4_0)

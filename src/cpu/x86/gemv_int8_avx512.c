@@ -159,6 +159,7 @@ static void layout_make(qmm_type type, qmm_i8_layout *lo) {
         }
         for (int i = 16; i < 32; i++) lo->lane_sub[i] = 0;
     }
+    for (int L = 0; L < 16; L++) lo->lane_out[L] = L; /* its lanes are the canonical ones */
 }
 
 size_t qmm_x86_gemv_int8_avx512_scratch(int64_t n, int64_t k) { return qmm_i8_scratch(n, k); }
@@ -471,12 +472,14 @@ static inline __m512i pair_sums(__m512i a, __m512i b, __m512i even, __m512i odd)
  * y[j * ldy + r]. The rows are walked side by side chunk by chunk, each with its own
  * accumulators (R * n <= 8 keeps them in registers), so a row's arithmetic is the same for
  * any R. prefetch_off != 0: each chunk read is prefetched that many bytes further on too.
- * lane_sub: the natural sub-block of each result lane (idx0: vector 0, idx1: vector 1), for
- * the scale permutes. */
+ * lay->lane_sub: the natural sub-block of each result lane (idx0: vector 0, idx1: vector 1),
+ * for the scale permutes. */
 static inline __attribute__((always_inline)) void row_kernel(
     qmm_type type, const unsigned char *w, size_t row_stride, int R, size_t prefetch_off,
-    int64_t k, int64_t n, const qmm_i8_xrow *xr, const int32_t *lane_sub, float *y, int64_t ldy) {
-    const __m512i idx0 = _mm512_loadu_si512(lane_sub), idx1 = _mm512_loadu_si512(lane_sub + 16);
+    int64_t k, int64_t n, const qmm_i8_xrow *xr, const qmm_i8_layout *lay, float *y,
+    int64_t ldy) {
+    const __m512i idx0 = _mm512_loadu_si512(lay->lane_sub);
+    const __m512i idx1 = _mm512_loadu_si512(lay->lane_sub + 16);
     const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26,
                                            28, 30);
     const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));

@@ -107,6 +107,7 @@ static void layout_make(qmm_type type, qmm_i8_layout *lo) {
     lo->lanes = CHUNK / lo->sub_size;
     lo->flip = 0;
     for (int l = 0; l < LANES; l++) lo->lane_sub[l] = l < lo->lanes ? l : 0;
+    for (int L = 0; L < 16; L++) lo->lane_out[L] = L;
     (void)qmm_i8_layout_runs(lo, 64, elem, type);
 }
 
@@ -283,9 +284,9 @@ static inline __m512i pair_sums(__m512i a, __m512i b, __m512i even, __m512i odd)
  * gemv_int8_avx512.c's row_kernel (a row's arithmetic is the same for any R). */
 static inline __attribute__((always_inline)) void row_kernel(
     cb_kind kd, const unsigned char *w, size_t row_stride, int R, size_t prefetch_off,
-    int64_t k, int64_t n, const qmm_i8_xrow *xr, const int32_t *lane_sub, float *y,
+    int64_t k, int64_t n, const qmm_i8_xrow *xr, const qmm_i8_layout *lay, float *y,
     int64_t ldy) {
-    (void)lane_sub; /* natural order */
+    (void)lay; /* natural order */
     const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26,
                                            28, 30);
     const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));

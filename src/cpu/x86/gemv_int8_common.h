@@ -115,6 +115,9 @@ typedef struct qmm_i8_layout {
      * 8 consecutive elements) */
     uint16_t run[QMM_I8_CHUNK / QMM_I8_RUN];
     int32_t lane_sub[QMM_I8_LANES]; /* sub-block of the chunk in each result lane */
+    /* lane_out[L]: the ISA's accumulator lane that holds canonical lane L (qmm_i8_canonical_lane)
+     * of the 16-lane accumulator; the identity where the ISA's lanes are the canonical ones */
+    int32_t lane_out[16];
     int lanes, sub_size;            /* 16 lanes of 32 elements, or 32 of 16 */
     int flip;                       /* XORed into every stored quant (0x80: x + 128) */
 } qmm_i8_layout;
@@ -131,12 +134,45 @@ typedef struct qmm_i8_xrow {
 typedef void (*qmm_i8_quantize_fn)(const float *x, int64_t k, int8_t *q, float *dx, float *s,
                                    int64_t ld);
 
-/* W rows [i0, i1) of m against n X rows; lane_sub: the layout's (the ISA's kernels may load
- * it as vectors). */
+/* W rows [i0, i1) of m against n X rows in layout `lay`. */
 typedef void (*qmm_i8_rows_fn)(int64_t i0, int64_t i1, int64_t m, int64_t k,
                                const unsigned char *w, size_t row_stride, int64_t n,
-                               const qmm_i8_xrow *xr, const int32_t *lane_sub, float *y,
+                               const qmm_i8_xrow *xr, const qmm_i8_layout *lay, float *y,
                                int64_t ldy);
+
+/*
+ * The canonical result lanes: the sub-block of the chunk that accumulator lane l (0..15) of
+ * the AVX-512 kernels takes from the chunk's first super-block / first 256 elements (for
+ * 32-element sub-blocks lanes 8..15 take the second 256; for 16-element ones lane l takes
+ * sub-block 16 + canonical(l) of the second 256 next), as their reduction trees give it:
+ * natural for the legacy, codebook and q6_K types; 0 2 1 3 4 6 5 7 (+8) for q4_K and q5_K;
+ * 0 1 8 9 2 3 10 11 4 5 12 13 6 7 14 15 for q2_K and q3_K. An ISA whose own lanes are a
+ * permutation of these within each group of 8 (lane_out) gives the same bits once it puts its
+ * accumulators back in this order before the final sum. tests/test_int8.c checks the kernels
+ * against each other bit for bit.
+ */
+static inline int qmm_i8_canonical_lane(qmm_type t, int l) {
+    static const int8_t k4[8] = {0, 2, 1, 3, 4, 6, 5, 7};
+    static const int8_t k2[16] = {0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15};
+    if (t == QMM_TYPE_Q4_K || t == QMM_TYPE_Q5_K) return 8 * (l / 8) + k4[l % 8];
+    if (t == QMM_TYPE_Q2_K || t == QMM_TYPE_Q3_K) return k2[l];
+    return l;
+}
+
+/* lay->lane_out from lay->lane_sub (the ISA's lanes 0..15) and the canonical lanes. Returns
+ * false if some canonical lane is not among the ISA's lanes of its group of 8. */
+static inline bool qmm_i8_layout_out(qmm_i8_layout *lay, qmm_type t) {
+    bool ok = true;
+    for (int L = 0; L < 16; L++) {
+        const int want = qmm_i8_canonical_lane(t, L);
+        int at = -1;
+        for (int l = 8 * (L / 8); l < 8 * (L / 8) + 8; l++)
+            if (lay->lane_sub[l] == want) at = l;
+        ok &= at >= 0;
+        lay->lane_out[L] = at < 0 ? L : at;
+    }
+    return ok;
+}
 
 /* Scratch bytes of qmm_i8_drive for n X rows of k elements (per row the permuted and the
  * natural quants, padded to a multiple of 512, and 3 x 32 lanes of 4 bytes per chunk; for
@@ -169,11 +205,12 @@ static inline bool qmm_i8_layout_runs(qmm_i8_layout *lo, int reg_bytes,
  * groups of QMM_I8_GROUP rows, prefetching the next group (while it lies within W), then single
  * rows; other passes single rows prefetching two rows ahead (first pass of X rows only: later
  * passes find the task in L2). ROW_KERNEL(TYPE, w, row_stride, R, prefetch_off, k, n, xr,
- * lane_sub, y, ldy) computes R rows. */
+ * lay, y, ldy) computes R rows; it is expanded with n = 1 and 2 as constants too (the decode
+ * sizes get code with their accumulators in registers). */
 #define QMM_I8_DEFINE_ROWS(name, ROW_KERNEL, TYPE)                                            \
     static void name(int64_t i0, int64_t i1, int64_t m, int64_t k, const unsigned char *w,    \
                      size_t row_stride, int64_t n, const qmm_i8_xrow *xr,                     \
-                     const int32_t *lane_sub, float *y, int64_t ldy) {                        \
+                     const qmm_i8_layout *lay, float *y, int64_t ldy) {                       \
         for (int64_t g = 0; g < n; g += QMM_I8_NMAX) {                                        \
             const int64_t ng = n - g < QMM_I8_NMAX ? n - g : QMM_I8_NMAX;                     \
             int64_t i = i0;                                                                   \
@@ -181,13 +218,21 @@ static inline bool qmm_i8_layout_runs(qmm_i8_layout *lo, int reg_bytes,
                 for (; i + QMM_I8_GROUP <= i1; i += QMM_I8_GROUP) {                           \
                     const size_t pf =                                                         \
                         g == 0 && i + 2 * QMM_I8_GROUP <= m ? QMM_I8_GROUP * row_stride : 0;  \
-                    ROW_KERNEL(TYPE, w + (size_t)i * row_stride, row_stride, QMM_I8_GROUP,    \
-                               pf, k, ng, xr + g, lane_sub, y + g * ldy + i, ldy);            \
+                    if (ng == 1)                                                              \
+                        ROW_KERNEL(TYPE, w + (size_t)i * row_stride, row_stride, QMM_I8_GROUP,\
+                                   pf, k, 1, xr + g, lay, y + g * ldy + i, ldy);              \
+                    else                                                                      \
+                        ROW_KERNEL(TYPE, w + (size_t)i * row_stride, row_stride, QMM_I8_GROUP,\
+                                   pf, k, 2, xr + g, lay, y + g * ldy + i, ldy);              \
                 }                                                                             \
             for (; i < i1; i++) {                                                             \
                 const size_t pf = g == 0 && i + 2 < m ? 2 * row_stride : 0;                   \
-                ROW_KERNEL(TYPE, w + (size_t)i * row_stride, row_stride, 1, pf, k, ng,        \
-                           xr + g, lane_sub, y + g * ldy + i, ldy);                           \
+                if (ng == 1)                                                                  \
+                    ROW_KERNEL(TYPE, w + (size_t)i * row_stride, row_stride, 1, pf, k, 1,     \
+                               xr + g, lay, y + g * ldy + i, ldy);                            \
+                else                                                                          \
+                    ROW_KERNEL(TYPE, w + (size_t)i * row_stride, row_stride, 1, pf, k, ng,    \
+                               xr + g, lay, y + g * ldy + i, ldy);                            \
             }                                                                                 \
         }                                                                                     \
     }

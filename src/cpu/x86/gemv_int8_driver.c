@@ -91,6 +91,6 @@ void qmm_i8_drive(qmm_i8_rows_fn fn, const qmm_i8_layout *lo, qmm_i8_quantize_fn
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
     for (int64_t t = 0; t < tasks; t++) {
         const int64_t i0 = t * task_rows, i1 = i0 + task_rows < m ? i0 + task_rows : m;
-        fn(i0, i1, m, k, w, row_stride, n, xr, lo->lane_sub, y, ldy);
+        fn(i0, i1, m, k, w, row_stride, n, xr, lo, y, ldy);
     }
 }
