@@ -22,10 +22,10 @@
  * The pairs of each type (below) are chosen so that each group of 8 lanes holds the sub-blocks
  * of the same 8 lanes of the AVX-512 kernel (the canonical lanes, gemv_int8_common.h: natural
  * for the legacy, codebook and q6_K types, 0 2 1 3 4 6 5 7 per super-block for q4_K/q5_K,
- * 0 1 8 9 2 3 10 11 4 5 12 13 6 7 14 15 for q2_K/q3_K), in an order of its own for q2_K, q3_K
- * and q6_K (a permutation undone once per output, lane_out, before the final sum); the float
- * part repeats the AVX-512 operations lane by lane, its 16-lane accumulator being two ymm
- * (lanes 0..7, 8..15): per chunk, lane l of
+ * 0 1 8 9 2 3 10 11 4 5 12 13 6 7 14 15 for q2_K/q3_K), in an order of its own for q4_K, q5_K,
+ * q2_K, q3_K and q6_K (a permutation undone once per output, lane_out, before the final sum);
+ * the float part repeats the AVX-512 operations lane by lane, its 16-lane accumulator being two
+ * ymm (lanes 0..7, 8..15): per chunk, lane l of
  *   32-element sub-blocks: half h's 8 lanes are lanes 8h..8h+7:
  *       acc = fma((float)isum, d_w * dx, acc), then for min types acc = fma(s, m_w, acc);
  *       codebook types: acc = fma((float)isum * dx, d_w, acc);
@@ -34,15 +34,16 @@
  *       half 0, then of half 1;
  * and at the row's end the tree of _mm512_reduce_add_ps ((hi + lo) per 256, per 128, then
  * lanes (0, 2), (1, 3), then 0 + 1). So this kernel gives qmm_x86_gemv_int8_avx512's bits.
- * Integer dots (exact): the W quants are the unsigned operand (0..63) against signed X, except
- * q8_0 and the codebook types, whose signed values enter as |w| (0..128) against
- * sign(x, w) (x negated where w < 0, zero where w = 0; |x| <= 127, so never overflowing, and
- * q8_0's -128 becomes the unsigned 128: CASES C). vpmaddubsw adds two products into int16:
- * at most 2 * 63 * 127 = 16002 for the unsigned types, so the two registers of a pair are added
- * in int16 (32004) before vpmaddwd, and so are mxfp4's and nvfp4's (|w| <= 12); q8_0, iq4_nl
- * and iq4_xs reach 2 * 128 * 127 = 32512 per vpmaddubsw and widen each separately. vpdpbusd
- * (AVX-VNNI) adds 4 products into int32.
- * Offset types subtract offset * sum(q_x) in int32 (q4_0 8, q5_0 16, q3_K 4, q6_K 32).
+ * Integer dots (exact): the W quants are the unsigned operand (0..63; mxfp4 and nvfp4 the
+ * codebook value + 16, 4..28) against signed X, except q8_0, iq4_nl and iq4_xs, whose signed
+ * values enter as |w| (0..128) against sign(x, w) (x negated where w < 0, zero where w = 0;
+ * |x| <= 127, so never overflowing, and q8_0's -128 becomes the unsigned 128: CASES C).
+ * vpmaddubsw adds two products into int16: at most 2 * 63 * 127 = 16002 for the unsigned
+ * operands, so the two registers of a pair are added in int16 (32004) before vpmaddwd; q8_0,
+ * iq4_nl and iq4_xs reach 2 * 128 * 127 = 32512 per vpmaddubsw and widen each separately.
+ * vpdpbusd (AVX-VNNI) adds 4 products into int32.
+ * Offset types subtract offset * sum(q_x) in int32 (q4_0 8, q5_0 16, q3_K 4, q6_K 32,
+ * mxfp4 and nvfp4 16).
  * Tails: a half past the row's end is skipped (the AVX-512 kernel adds exact zeros there); a
  * half holding fewer blocks is decoded from a zeroed copy of its blocks (never reading past
  * the row). Rows, prefetch and threads: gemv_int8_common.h. Format source: ggml-common.h /
@@ -70,19 +71,27 @@
  * Register order
  * ------------------------------------------------------------------------------------- */
 
-/* q8_0 and the codebook types: signed W values (the |w|, sign(x, w) dot). */
-static bool signed_w(qmm_type t) { return t == QMM_TYPE_Q8_0 || qmm_i8_codebook(t); }
+/* q8_0, iq4_nl and iq4_xs: signed W values (the |w|, sign(x, w) dot). */
+static bool signed_w(qmm_type t) {
+    return t == QMM_TYPE_Q8_0 || t == QMM_TYPE_IQ4_NL || t == QMM_TYPE_IQ4_XS;
+}
+
+/* mxfp4, nvfp4: the codebook value + 16 (4..28) as the unsigned quant, offset 16. */
+static bool fp4(qmm_type t) { return t == QMM_TYPE_MXFP4 || t == QMM_TYPE_NVFP4; }
+
+/* log2 of the offset subtracted from the unsigned quant (0: none). */
+static int off_shift(qmm_type t) { return fp4(t) ? 4 : qmm_i8_offset_shift(t); }
 
 /* 32-element sub-blocks: the two sub-blocks (of the half) of pair p. */
 static const uint8_t PAIRS_NAT32[4][2] = {{0, 4}, {1, 5}, {2, 6}, {3, 7}};
-static const uint8_t PAIRS_K4[4][2] = {{0, 4}, {2, 6}, {1, 5}, {3, 7}};
 /* 16-element sub-blocks: the four sub-blocks A, B, C, D of pair p. */
 static const uint8_t SUBS_Q6[4][4] = {{0, 4, 1, 5}, {2, 6, 3, 7}, {8, 12, 9, 13}, {10, 14, 11, 15}};
 static const uint8_t SUBS_K2[4][4] = {{0, 2, 1, 3}, {8, 10, 9, 11}, {4, 6, 5, 7}, {12, 14, 13, 15}};
 static const uint8_t SUBS_NV[4][4] = {{0, 1, 4, 5}, {2, 3, 6, 7}, {8, 9, 12, 13}, {10, 11, 14, 15}};
 
 static const uint8_t (*pairs32(qmm_type t))[2] {
-    return t == QMM_TYPE_Q4_K || t == QMM_TYPE_Q5_K ? PAIRS_K4 : PAIRS_NAT32;
+    (void)t; /* every type: lanes in natural order (q4_K, q5_K: lane_out reorders them) */
+    return PAIRS_NAT32;
 }
 
 static const uint8_t (*subs16(qmm_type t))[4] {
@@ -204,6 +213,11 @@ I8_INLINE __m256i bcast16(const unsigned char *p) {
     return _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)p));
 }
 
+/* The E2M1 codebook (twice the values, -12..12) plus 16, as the vpshufb table. */
+I8_INLINE __m256i fp4_table(void) {
+    return _mm256_add_epi8(bcast16((const unsigned char *)qmm_kvalues_e2m1), _mm256_set1_epi8(16));
+}
+
 /* The f16 at offset `at` of 8 blocks `bs` bytes apart, as floats (exact). */
 I8_INLINE __m256 f16x8(const unsigned char *p, size_t bs, size_t at) {
     __m128i h = _mm_cvtsi32_si128(ld16(p + at));
@@ -266,7 +280,7 @@ I8_INLINE void decode_legacy(qmm_type t, const unsigned char *p, __m256i ws[8], 
     const size_t qh_at = t == QMM_TYPE_Q5_0 ? offsetof(block_q5_0, qh) : offsetof(block_q5_1, qh);
     __m256i tbl = _mm256_setzero_si256();
     if (t == QMM_TYPE_IQ4_NL) tbl = bcast16((const unsigned char *)qmm_iq4_values);
-    if (t == QMM_TYPE_MXFP4) tbl = bcast16((const unsigned char *)qmm_kvalues_e2m1);
+    if (t == QMM_TYPE_MXFP4) tbl = fp4_table();
     for (int i = 0; i < 4; i++) {
         const unsigned char *a = p + (size_t)i * bs, *b = p + (size_t)(4 + i) * bs;
         if (t == QMM_TYPE_Q8_0) {
@@ -348,7 +362,7 @@ static inline __m128i k4_scales_mins(const uint8_t *p) {
     return _mm_unpacklo_epi32(lo6, hi); /* sc 0..3, sc 4..7, mn 0..3, mn 4..7 */
 }
 
-/* q4_K / q5_K: one super-block; pairs PAIRS_K4: (0, 4), (2, 6), (1, 5), (3, 7). */
+/* q4_K / q5_K: one super-block; pairs (p, p + 4), lanes in natural order. */
 I8_INLINE void decode_k4(qmm_type t, const unsigned char *blk, __m128i order, __m256i wv[8],
                          __m256 *dw, __m256 *mw) {
     const __m256i low4 = _mm256_set1_epi8(0x0F);
@@ -365,24 +379,21 @@ I8_INLINE void decode_k4(qmm_type t, const unsigned char *blk, __m128i order, __
      * (sub-blocks + 4) */
     __m256i L[4];
     for (int q = 0; q < 4; q++) L[q] = load2(qs + 16 * q, qs + 64 + 16 * q);
-    wv[0] = _mm256_and_si256(L[0], low4); /* sub-blocks 0, 4, elements 0..15 */
-    wv[1] = _mm256_and_si256(L[1], low4); /* 0, 4, 16..31 */
-    wv[2] = _mm256_and_si256(L[2], low4); /* 2, 6 */
-    wv[3] = _mm256_and_si256(L[3], low4);
-    wv[4] = _mm256_and_si256(_mm256_srli_epi16(L[0], 4), low4); /* 1, 5 */
-    wv[5] = _mm256_and_si256(_mm256_srli_epi16(L[1], 4), low4);
-    wv[6] = _mm256_and_si256(_mm256_srli_epi16(L[2], 4), low4); /* 3, 7 */
-    wv[7] = _mm256_and_si256(_mm256_srli_epi16(L[3], 4), low4);
+    for (int p = 0; p < 4; p++) { /* sub-blocks p, p + 4: nibble p % 2 of L[2 (p / 2)], L[.. + 1] */
+        const __m256i a = L[2 * (p / 2)], b = L[2 * (p / 2) + 1];
+        wv[2 * p] = p % 2 ? _mm256_and_si256(_mm256_srli_epi16(a, 4), low4) : _mm256_and_si256(a, low4);
+        wv[2 * p + 1] = p % 2 ? _mm256_and_si256(_mm256_srli_epi16(b, 4), low4) : _mm256_and_si256(b, low4);
+    }
     if (t == QMM_TYPE_Q5_K) { /* bit S of qh[l] is bit 4 of sub-block S element l */
         const __m256i h0 = bcast16(qh), h1 = bcast16(qh + 16), b16 = _mm256_set1_epi8(16);
         for (int p = 0; p < 4; p++) {
-            const __m256i m = mask2(1 << PAIRS_K4[p][0], 1 << PAIRS_K4[p][1]);
+            const __m256i m = mask2(1 << p, 1 << (p + 4));
             wv[2 * p] = _mm256_or_si256(wv[2 * p], bit_select(h0, m, b16));
             wv[2 * p + 1] = _mm256_or_si256(wv[2 * p + 1], bit_select(h1, m, b16));
         }
     }
-    /* order: lane order in bytes 0..7, the same + 8 in bytes 8..15 (sc_order) */
-    const __m128i sm = _mm_shuffle_epi8(k4_scales_mins(scales), order);
+    (void)order; /* natural lanes: the scales as they come */
+    const __m128i sm = k4_scales_mins(scales);
     const __m128 f = _mm_cvtph_ps(_mm_cvtsi32_si128((int)ld32(blk))); /* d, dmin */
     *dw = _mm256_mul_ps(_mm256_set1_ps(_mm_cvtss_f32(f)), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sm)));
     *mw = _mm256_mul_ps(_mm256_set1_ps(-_mm_cvtss_f32(_mm_movehdup_ps(f))),
@@ -517,7 +528,7 @@ I8_INLINE __m256 ue4m3_half(__m256i x) {
  * low nibbles are elements 0..7 of sub-blocks 2q, 2q + 1 and the high nibbles 8..15. */
 I8_INLINE void decode_nv(const unsigned char *p, __m128i order, __m256i ws[8], __m256 dw[2]) {
     const __m256i low4 = _mm256_set1_epi8(0x0F);
-    const __m256i tbl = bcast16((const unsigned char *)qmm_kvalues_e2m1);
+    const __m256i tbl = fp4_table();
     const size_t bs = sizeof(block_nvfp4), qs_at = offsetof(block_nvfp4, qs);
     for (int j = 0; j < 2; j++)
         for (int q = 0; q < 2; q++) {
@@ -560,7 +571,7 @@ I8_INLINE void row_kernel(qmm_type t, const unsigned char *w, size_t row_stride,
                           const qmm_i8_layout *lay, float *y, int64_t ldy) {
     const bool two = qmm_i8_sub16(t), mins = qmm_i8_has_min(t), sg = signed_w(t);
     const bool cb = qmm_i8_codebook(t);
-    const int shift = qmm_i8_offset_shift(t);
+    const int shift = off_shift(t);
     const int64_t chunks = (k + QMM_I8_CHUNK - 1) / QMM_I8_CHUNK;
     const size_t cbytes = qmm_i8_chunk_bytes(t), hbytes = cbytes / 2;
     const __m128i order = sc_order(lay->lane_sub, two);
@@ -687,6 +698,9 @@ static qmm_i8_rows_fn rows_for(qmm_type t) {
     }
 }
 
+static bool has_rows(qmm_type t) { return rows_for(t) != NULL; }
+QMM_I8_LAYOUT_CACHE(layout_for, layout_make, has_rows)
+
 #if QMM_I8_AVXVNNI
 void qmm_x86_gemv_int8_avxvnni(qmm_type type, int64_t m, int64_t k, const unsigned char *w,
                                size_t row_stride, int64_t n, const float *x, int64_t ldx,
@@ -699,8 +713,6 @@ void qmm_x86_gemv_int8_avx2(qmm_type type, int64_t m, int64_t k, const unsigned 
 {
     const qmm_i8_rows_fn fn = rows_for(type);
     if (fn == NULL) return;
-    qmm_i8_layout lo;
-    layout_make(type, &lo);
-    qmm_i8_drive(fn, &lo, qmm_x86_int8_quantize_row_avx2, m, k, w, row_stride, n, x, ldx, y,
-                 ldy, scratch, n_threads);
+    qmm_i8_drive(fn, layout_for(type), qmm_x86_int8_quantize_row_avx2, m, k, w, row_stride, n,
+                 x, ldx, y, ldy, scratch, n_threads);
 }

@@ -604,6 +604,9 @@ static qmm_i8_rows_fn rows_for(qmm_type type) {
     }
 }
 
+static bool has_rows(qmm_type type) { return rows_for(type) != NULL; }
+QMM_I8_LAYOUT_CACHE(layout_for, layout_make, has_rows)
+
 void qmm_x86_gemv_int8_avx512(qmm_type type, int64_t m, int64_t k, const unsigned char *w,
                               size_t row_stride, int64_t n, const float *x, int64_t ldx,
                               float *y, int64_t ldy, void *scratch, int n_threads) {
@@ -614,8 +617,6 @@ void qmm_x86_gemv_int8_avx512(qmm_type type, int64_t m, int64_t k, const unsigne
     }
     const qmm_i8_rows_fn fn = rows_for(type);
     if (fn == NULL) return;
-    qmm_i8_layout lo;
-    layout_make(type, &lo);
-    qmm_i8_drive(fn, &lo, qmm_x86_int8_quantize_row, m, k, w, row_stride, n, x, ldx, y, ldy,
-                 scratch, n_threads);
+    qmm_i8_drive(fn, layout_for(type), qmm_x86_int8_quantize_row, m, k, w, row_stride, n, x,
+                 ldx, y, ldy, scratch, n_threads);
 }

@@ -358,15 +358,15 @@ QMM_I8_DEFINE_ROWS(rows_nvfp4, row_kernel, CB_NVFP4)
 
 static const qmm_i8_rows_fn rows_for[] = {rows_iq4_nl, rows_iq4_xs, rows_mxfp4, rows_nvfp4};
 
+QMM_I8_LAYOUT_CACHE(layout_for, layout_make, qmm_x86_gemv_int8_codebook_has_type)
+
 void qmm_x86_gemv_int8_codebook(qmm_type type, int64_t m, int64_t k, const unsigned char *w,
                                 size_t row_stride, int64_t n, const float *x, int64_t ldx,
                                 float *y, int64_t ldy, void *scratch, int n_threads) {
     const cb_kind kd = kind_of(type);
     if (kd == CB_NONE) return;
-    qmm_i8_layout lo;
-    layout_make(type, &lo);
-    qmm_i8_drive(rows_for[kd], &lo, qmm_x86_int8_quantize_row, m, k, w, row_stride, n, x, ldx,
-                 y, ldy, scratch, n_threads);
+    qmm_i8_drive(rows_for[kd], layout_for(type), qmm_x86_int8_quantize_row, m, k, w, row_stride,
+                 n, x, ldx, y, ldy, scratch, n_threads);
 }
 
 /* The largest n for which the int8 strategy runs this kernel rather than the AMX one. Types

@@ -29,6 +29,7 @@
 #ifndef QMM_CPU_X86_GEMV_INT8_COMMON_H
 #define QMM_CPU_X86_GEMV_INT8_COMMON_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -235,6 +236,20 @@ static inline bool qmm_i8_layout_runs(qmm_i8_layout *lo, int reg_bytes,
                                xr + g, lay, y + g * ldy + i, ldy);                            \
             }                                                                                 \
         }                                                                                     \
+    }
+
+/* getter(type): the layout of `type` made by make(type, &layout) for every type with has(type),
+ * once per process (pthread_once), so calls do not rebuild it. */
+#define QMM_I8_LAYOUT_CACHE(getter, make, has)                                                \
+    static qmm_i8_layout getter##_tab[QMM_TYPE_COUNT];                                        \
+    static pthread_once_t getter##_once = PTHREAD_ONCE_INIT;                                  \
+    static void getter##_init(void) {                                                         \
+        for (int t_ = 0; t_ < QMM_TYPE_COUNT; t_++)                                           \
+            if (has((qmm_type)t_)) make((qmm_type)t_, &getter##_tab[t_]);                     \
+    }                                                                                         \
+    static const qmm_i8_layout *getter(qmm_type t) {                                          \
+        pthread_once(&getter##_once, getter##_init);                                          \
+        return &getter##_tab[t];                                                              \
     }
 
 /* Prefetch (T0) the `bytes` of one chunk read at p, `off` bytes further on (off 0: none). */

@@ -3,6 +3,7 @@
  * rows quantized and laid out in the ISA's order, then tasks of W rows on the threads.
  * Portable C (the quantizer and the row functions come from the kernel files).
  */
+#include <emmintrin.h>
 #include <string.h>
 
 #include <omp.h>
@@ -40,11 +41,13 @@ static void x_prepare(const qmm_i8_layout *lo, qmm_i8_quantize_fn quantize, cons
             dx[ch * QMM_I8_LANES + l] = l < lo->lanes ? dx_block[e0 / 32] : 0.0f;
         }
     for (int64_t ch = 0; ch < chunks; ch++) {
-        int32_t s16[QMM_I8_CHUNK / 16]; /* sums of 16 consecutive quants */
+        int32_t s16[QMM_I8_CHUNK / 16]; /* sums of 16 consecutive quants (SSE2 psadbw of the
+                                         * quants + 128, less 16 * 128) */
+        const __m128i b128 = _mm_set1_epi8((char)0x80), zero = _mm_setzero_si128();
         for (int g = 0; g < QMM_I8_CHUNK / 16; g++) {
-            int32_t t = 0;
-            for (int e = 0; e < 16; e++) t += nat[ch * QMM_I8_CHUNK + 16 * g + e];
-            s16[g] = t;
+            const __m128i v = _mm_loadu_si128((const __m128i *)(nat + ch * QMM_I8_CHUNK + 16 * g));
+            const __m128i sad = _mm_sad_epu8(_mm_xor_si128(v, b128), zero);
+            s16[g] = _mm_cvtsi128_si32(sad) + _mm_extract_epi16(sad, 4) - 16 * 128;
         }
         for (int l = 0; l < QMM_I8_LANES; l++) {
             int32_t t = 0;
@@ -88,6 +91,10 @@ void qmm_i8_drive(qmm_i8_rows_fn fn, const qmm_i8_layout *lo, qmm_i8_quantize_fn
     const int64_t task_rows = qmm_x86_int8_task_rows(m, n, threads);
     const int64_t tasks = (m + task_rows - 1) / task_rows;
     if (threads > tasks) threads = (int)tasks;
+    if (threads == 1) { /* no team for one thread */
+        fn(0, m, m, k, w, row_stride, n, xr, lo, y, ldy);
+        return;
+    }
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
     for (int64_t t = 0; t < tasks; t++) {
         const int64_t i0 = t * task_rows, i1 = i0 + task_rows < m ? i0 + task_rows : m;
