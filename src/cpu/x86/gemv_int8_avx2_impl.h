@@ -71,16 +71,29 @@
  * Register order
  * ------------------------------------------------------------------------------------- */
 
-/* q8_0, iq4_nl and iq4_xs: signed W values (the |w|, sign(x, w) dot). */
+/* vpmaddubsw: q8_0, iq4_nl and iq4_xs enter as signed W values (the |w|, sign(x, w) dot).
+ * vpdpbusd never saturates, so there iq4_nl and iq4_xs are the codebook value + 128 (offset
+ * 128) and q8_0 multiplies x + 128 (stored so) by the signed w, from -128 sum(w). */
 static bool signed_w(qmm_type t) {
-    return t == QMM_TYPE_Q8_0 || t == QMM_TYPE_IQ4_NL || t == QMM_TYPE_IQ4_XS;
+    return !QMM_I8_AVXVNNI &&
+           (t == QMM_TYPE_Q8_0 || t == QMM_TYPE_IQ4_NL || t == QMM_TYPE_IQ4_XS);
 }
+
+static bool iq4(qmm_type t) { return t == QMM_TYPE_IQ4_NL || t == QMM_TYPE_IQ4_XS; }
 
 /* mxfp4, nvfp4: the codebook value + 16 (4..28) as the unsigned quant, offset 16. */
 static bool fp4(qmm_type t) { return t == QMM_TYPE_MXFP4 || t == QMM_TYPE_NVFP4; }
 
 /* log2 of the offset subtracted from the unsigned quant (0: none). */
-static int off_shift(qmm_type t) { return fp4(t) ? 4 : qmm_i8_offset_shift(t); }
+static int off_shift(qmm_type t) {
+    return fp4(t) ? 4 : QMM_I8_AVXVNNI && iq4(t) ? 7 : qmm_i8_offset_shift(t);
+}
+
+/* The iq4 codebook as the vpshufb table: signed, or + 128 (unsigned) for vpdpbusd. */
+static inline __m256i iq4_table(void) {
+    const __m256i v = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)qmm_iq4_values));
+    return QMM_I8_AVXVNNI ? _mm256_xor_si256(v, _mm256_set1_epi8((char)0x80)) : v;
+}
 
 /* 32-element sub-blocks: the two sub-blocks (of the half) of pair p. */
 static const uint8_t PAIRS_NAT32[4][2] = {{0, 4}, {1, 5}, {2, 6}, {3, 7}};
@@ -112,7 +125,7 @@ static void layout_make(qmm_type t, qmm_i8_layout *lo) {
     const bool two = qmm_i8_sub16(t);
     lo->sub_size = two ? 16 : 32;
     lo->lanes = two ? 32 : 16;
-    lo->flip = 0;
+    lo->flip = QMM_I8_AVXVNNI && t == QMM_TYPE_Q8_0 ? 0x80 : 0; /* x + 128 */
     (void)qmm_i8_layout_runs(lo, 32, elem, t); /* every order here moves runs of 8 */
     for (int l = 0; l < QMM_I8_LANES; l++) lo->lane_sub[l] = 0;
     for (int h = 0; h < 2; h++) {
@@ -166,7 +179,7 @@ static bool small_w(qmm_type t) {
  * is[0] (and is[1] for 16-element sub-blocks), in the layout's lane order. wa: the unsigned
  * operands (|w| for signed types), ws: the signed W (signed types only, for the sign). */
 I8_INLINE void half_dots(qmm_type t, const __m256i wa[8], const __m256i ws[8],
-                         const int8_t *xq, __m256i is[2]) {
+                         const __m256i init[4], const int8_t *xq, __m256i is[2]) {
     const bool sg = signed_w(t);
     __m256i xv[8];
     for (int v = 0; v < 8; v++) {
@@ -174,6 +187,15 @@ I8_INLINE void half_dots(qmm_type t, const __m256i wa[8], const __m256i ws[8],
         if (sg) xv[v] = _mm256_sign_epi8(xv[v], ws[v]);
     }
     __m256i r[4];
+#if QMM_I8_AVXVNNI
+    if (t == QMM_TYPE_Q8_0) /* (x + 128) w from -128 sum(w): x w */
+        for (int p = 0; p < 4; p++)
+            r[p] = _mm256_dpbusd_avx_epi32(_mm256_dpbusd_avx_epi32(init[p], xv[2 * p], ws[2 * p]),
+                                           xv[2 * p + 1], ws[2 * p + 1]);
+    else
+#else
+    (void)init;
+#endif
     for (int p = 0; p < 4; p++)
         r[p] = dot2(wa[2 * p], xv[2 * p], wa[2 * p + 1], xv[2 * p + 1], small_w(t));
     if (qmm_i8_sub16(t)) {
@@ -279,7 +301,7 @@ I8_INLINE void decode_legacy(qmm_type t, const unsigned char *p, __m256i ws[8], 
     const bool five = t == QMM_TYPE_Q5_0 || t == QMM_TYPE_Q5_1;
     const size_t qh_at = t == QMM_TYPE_Q5_0 ? offsetof(block_q5_0, qh) : offsetof(block_q5_1, qh);
     __m256i tbl = _mm256_setzero_si256();
-    if (t == QMM_TYPE_IQ4_NL) tbl = bcast16((const unsigned char *)qmm_iq4_values);
+    if (t == QMM_TYPE_IQ4_NL) tbl = iq4_table();
     if (t == QMM_TYPE_MXFP4) tbl = fp4_table();
     for (int i = 0; i < 4; i++) {
         const unsigned char *a = p + (size_t)i * bs, *b = p + (size_t)(4 + i) * bs;
@@ -327,7 +349,7 @@ I8_INLINE void decode_legacy(qmm_type t, const unsigned char *p, __m256i ws[8], 
  * scales_l (byte ib / 2, low nibble first) | bits 2ib..2ib+1 of scales_h << 4. */
 I8_INLINE void decode_xs(const unsigned char *blk, __m256i ws[8], __m256 *dw) {
     const __m256i low4 = _mm256_set1_epi8(0x0F);
-    const __m256i tbl = bcast16((const unsigned char *)qmm_iq4_values);
+    const __m256i tbl = iq4_table();
     const unsigned char *qs = blk + offsetof(block_iq4_xs, qs);
     for (int i = 0; i < 4; i++) {
         const __m256i z = load2(qs + 16 * i, qs + 16 * (4 + i));
@@ -605,6 +627,18 @@ I8_INLINE void row_kernel(qmm_type t, const unsigned char *w, size_t row_stride,
                 else if (t == QMM_TYPE_NVFP4) decode_nv(hp, order, ws, dw);
                 else decode_legacy(t, hp, ws, &dw[0], &mw[0]);
                 for (int v = 0; v < 8; v++) wa[v] = sg ? _mm256_abs_epi8(ws[v]) : ws[v];
+                __m256i init[4]; /* q8_0 on vpdpbusd: -128 sum(w) per int32 lane of each pair */
+                for (int p = 0; p < 4; p++) init[p] = _mm256_setzero_si256();
+#if QMM_I8_AVXVNNI
+                if (t == QMM_TYPE_Q8_0) {
+                    const __m256i b128 = _mm256_set1_epi8((char)0x80);
+                    for (int p = 0; p < 4; p++)
+                        init[p] = _mm256_sub_epi32(
+                            _mm256_setzero_si256(),
+                            _mm256_dpbusd_avx_epi32(_mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), b128, ws[2 * p]),
+                                                    b128, ws[2 * p + 1]));
+                }
+#endif
                 if (two && mins) {
                     mw_keep[hh][0] = mw[0];
                     mw_keep[hh][1] = mw[1];
@@ -612,7 +646,7 @@ I8_INLINE void row_kernel(qmm_type t, const unsigned char *w, size_t row_stride,
                 for (int64_t j = 0; j < n; j++) {
                     const int8_t *xq = xr[j].q + ch * QMM_I8_CHUNK + hh * HALF;
                     __m256i is[2];
-                    half_dots(t, wa, ws, xq, is);
+                    half_dots(t, wa, ws, init, xq, is);
                     __m256 *acc = accs[r][j];
                     if (!two) { /* lanes 8hh..8hh+7 */
                         const int64_t lb = ch * QMM_I8_LANES + 8 * hh;
