@@ -586,15 +586,83 @@ static int half_blocks(qmm_type t, int64_t left) {
     return nb >= full ? full : (int)nb;
 }
 
-/* R (1..QMM_I8_GROUP) consecutive W rows against n (<= QMM_I8_NMAX) X rows: y[j * ldy + r]
- * (gemv_int8_common.h's ROW_KERNEL). */
-I8_INLINE void row_kernel(qmm_type t, const unsigned char *w, size_t row_stride, int R,
-                          size_t prefetch_off, int64_t k, int64_t n, const qmm_i8_xrow *xr,
-                          const qmm_i8_layout *lay, float *y, int64_t ldy) {
+/* One half (hh) of chunk ch of one W row at hp (whole blocks; zero blocks past the row's end
+ * in a tail copy) against n X rows: the accumulators acc[j][0..1]; q2_K's min scales of the
+ * half go to mw_keep (applied after both halves). */
+I8_INLINE void half_step(qmm_type t, const unsigned char *hp, int hh, int64_t ch, int64_t n,
+                         const qmm_i8_xrow *xr, __m128i order, __m256 (*acc)[2],
+                         __m256 mw_keep[2]) {
     const bool two = qmm_i8_sub16(t), mins = qmm_i8_has_min(t), sg = signed_w(t);
     const bool cb = qmm_i8_codebook(t);
     const int shift = off_shift(t);
-    const int64_t chunks = (k + QMM_I8_CHUNK - 1) / QMM_I8_CHUNK;
+    __m256i ws[8], wa[8];
+    __m256 dw[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+    __m256 mw[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+    if (t == QMM_TYPE_Q4_K || t == QMM_TYPE_Q5_K) decode_k4(t, hp, order, ws, &dw[0], &mw[0]);
+    else if (qmm_i8_k_quant(t)) decode_k16(t, hp, order, ws, dw, mw);
+    else if (t == QMM_TYPE_IQ4_XS) decode_xs(hp, ws, &dw[0]);
+    else if (t == QMM_TYPE_NVFP4) decode_nv(hp, order, ws, dw);
+    else decode_legacy(t, hp, ws, &dw[0], &mw[0]);
+    for (int v = 0; v < 8; v++) wa[v] = sg ? _mm256_abs_epi8(ws[v]) : ws[v];
+    __m256i init[4]; /* q8_0 on vpdpbusd: -128 sum(w) per int32 lane of each pair */
+    for (int p = 0; p < 4; p++) init[p] = _mm256_setzero_si256();
+#if QMM_I8_AVXVNNI
+    if (t == QMM_TYPE_Q8_0) {
+        const __m256i b128 = _mm256_set1_epi8((char)0x80), z = _mm256_setzero_si256();
+        for (int p = 0; p < 4; p++)
+            init[p] = _mm256_sub_epi32(
+                z, _mm256_dpbusd_avx_epi32(_mm256_dpbusd_avx_epi32(z, b128, ws[2 * p]), b128,
+                                           ws[2 * p + 1]));
+    }
+#endif
+    if (two && mins) {
+        mw_keep[0] = mw[0];
+        mw_keep[1] = mw[1];
+    }
+    for (int64_t j = 0; j < n; j++) {
+        const int8_t *xq = xr[j].q + ch * QMM_I8_CHUNK + hh * HALF;
+        __m256i is[2];
+        half_dots(t, wa, ws, init, xq, is);
+        __m256 *a = acc[j];
+        if (!two) { /* lanes 8hh..8hh+7 */
+            const int64_t lb = ch * QMM_I8_LANES + 8 * hh;
+            if (shift != 0)
+                is[0] = _mm256_sub_epi32(
+                    is[0], _mm256_slli_epi32(_mm256_loadu_si256((const __m256i *)(xr[j].sum + lb)), shift));
+            const __m256 dxv = _mm256_loadu_ps(xr[j].dx + lb);
+            __m256 v = a[hh];
+            if (cb)
+                v = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(is[0]), dxv), dw[0], v);
+            else
+                v = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is[0]), _mm256_mul_ps(dw[0], dxv), v);
+            if (mins) v = _mm256_fmadd_ps(_mm256_loadu_ps(xr[j].s + lb), mw[0], v);
+            a[hh] = v;
+        } else { /* all 16 lanes, the sub-blocks of half hh */
+            const int64_t lb = ch * QMM_I8_LANES + 16 * hh;
+            for (int i = 0; i < 2; i++) {
+                if (shift != 0)
+                    is[i] = _mm256_sub_epi32(
+                        is[i], _mm256_slli_epi32(
+                                   _mm256_loadu_si256((const __m256i *)(xr[j].sum + lb + 8 * i)), shift));
+                const __m256 dxv = _mm256_loadu_ps(xr[j].dx + lb + 8 * i);
+                if (cb)
+                    a[i] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(is[i]), dxv), dw[i], a[i]);
+                else
+                    a[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is[i]), _mm256_mul_ps(dw[i], dxv), a[i]);
+            }
+        }
+    }
+}
+
+/* R (1..QMM_I8_GROUP) consecutive W rows against n (<= QMM_I8_NMAX) X rows: y[j * ldy + r]
+ * (gemv_int8_common.h's ROW_KERNEL). Whole chunks take both halves straight; the row's last
+ * chunk, if shorter, its halves one by one, a half past the end skipped, a short one from a
+ * zeroed copy of its blocks. */
+I8_INLINE void row_kernel(qmm_type t, const unsigned char *w, size_t row_stride, int R,
+                          size_t prefetch_off, int64_t k, int64_t n, const qmm_i8_xrow *xr,
+                          const qmm_i8_layout *lay, float *y, int64_t ldy) {
+    const bool two = qmm_i8_sub16(t), mins = qmm_i8_has_min(t);
+    const int64_t chunks = (k + QMM_I8_CHUNK - 1) / QMM_I8_CHUNK, whole = k / QMM_I8_CHUNK;
     const size_t cbytes = qmm_i8_chunk_bytes(t), hbytes = cbytes / 2;
     const __m128i order = sc_order(lay->lane_sub, two);
     __m256 accs[QMM_I8_GROUP][QMM_I8_NMAX][2];
@@ -602,80 +670,28 @@ I8_INLINE void row_kernel(qmm_type t, const unsigned char *w, size_t row_stride,
         for (int64_t j = 0; j < n; j++) accs[r][j][0] = accs[r][j][1] = _mm256_setzero_ps();
     for (int64_t ch = 0; ch < chunks; ch++)
         for (int r = 0; r < R; r++) {
-            const unsigned char *row = w + (size_t)r * row_stride;
-            qmm_i8_prefetch(row + ch * cbytes, cbytes, prefetch_off);
+            const unsigned char *cp = w + (size_t)r * row_stride + (size_t)ch * cbytes;
+            qmm_i8_prefetch(cp, cbytes, prefetch_off);
             __m256 mw_keep[2][2]; /* q2_K: the min scales of both halves, applied after them */
-            int halves = 0;
-            for (int hh = 0; hh < 2; hh++) {
-                const int64_t left = k - ch * QMM_I8_CHUNK - hh * HALF;
-                if (left <= 0) break;
-                halves++;
-                const unsigned char *hp = row + (size_t)ch * cbytes + hh * hbytes;
-                const int nb = half_blocks(t, left), full = HALF / qmm_i8_block_elems(t);
-                unsigned char tail[8 * sizeof(block_q8_0)]; /* the largest half of a tail */
-                if (nb < full) { /* the row's last blocks, zero blocks after them */
-                    memset(tail, 0, sizeof tail);
-                    memcpy(tail, hp, (size_t)nb * qmm_i8_block_bytes(t));
-                    hp = tail;
-                }
-                __m256i ws[8], wa[8];
-                __m256 dw[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
-                __m256 mw[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
-                if (t == QMM_TYPE_Q4_K || t == QMM_TYPE_Q5_K) decode_k4(t, hp, order, ws, &dw[0], &mw[0]);
-                else if (qmm_i8_k_quant(t)) decode_k16(t, hp, order, ws, dw, mw);
-                else if (t == QMM_TYPE_IQ4_XS) decode_xs(hp, ws, &dw[0]);
-                else if (t == QMM_TYPE_NVFP4) decode_nv(hp, order, ws, dw);
-                else decode_legacy(t, hp, ws, &dw[0], &mw[0]);
-                for (int v = 0; v < 8; v++) wa[v] = sg ? _mm256_abs_epi8(ws[v]) : ws[v];
-                __m256i init[4]; /* q8_0 on vpdpbusd: -128 sum(w) per int32 lane of each pair */
-                for (int p = 0; p < 4; p++) init[p] = _mm256_setzero_si256();
-#if QMM_I8_AVXVNNI
-                if (t == QMM_TYPE_Q8_0) {
-                    const __m256i b128 = _mm256_set1_epi8((char)0x80);
-                    for (int p = 0; p < 4; p++)
-                        init[p] = _mm256_sub_epi32(
-                            _mm256_setzero_si256(),
-                            _mm256_dpbusd_avx_epi32(_mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), b128, ws[2 * p]),
-                                                    b128, ws[2 * p + 1]));
-                }
-#endif
-                if (two && mins) {
-                    mw_keep[hh][0] = mw[0];
-                    mw_keep[hh][1] = mw[1];
-                }
-                for (int64_t j = 0; j < n; j++) {
-                    const int8_t *xq = xr[j].q + ch * QMM_I8_CHUNK + hh * HALF;
-                    __m256i is[2];
-                    half_dots(t, wa, ws, init, xq, is);
-                    __m256 *acc = accs[r][j];
-                    if (!two) { /* lanes 8hh..8hh+7 */
-                        const int64_t lb = ch * QMM_I8_LANES + 8 * hh;
-                        if (shift != 0)
-                            is[0] = _mm256_sub_epi32(is[0], _mm256_slli_epi32(_mm256_loadu_si256(
-                                                         (const __m256i *)(xr[j].sum + lb)), shift));
-                        const __m256 dxv = _mm256_loadu_ps(xr[j].dx + lb);
-                        __m256 a = acc[hh];
-                        if (cb)
-                            a = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(is[0]), dxv), dw[0], a);
-                        else
-                            a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is[0]), _mm256_mul_ps(dw[0], dxv), a);
-                        if (mins) a = _mm256_fmadd_ps(_mm256_loadu_ps(xr[j].s + lb), mw[0], a);
-                        acc[hh] = a;
-                    } else { /* all 16 lanes, the sub-blocks of half hh */
-                        const int64_t lb = ch * QMM_I8_LANES + 16 * hh;
-                        for (int i = 0; i < 2; i++) {
-                            if (shift != 0)
-                                is[i] = _mm256_sub_epi32(is[i], _mm256_slli_epi32(_mm256_loadu_si256(
-                                                             (const __m256i *)(xr[j].sum + lb + 8 * i)), shift));
-                            const __m256 dxv = _mm256_loadu_ps(xr[j].dx + lb + 8 * i);
-                            if (cb)
-                                acc[i] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(is[i]), dxv),
-                                                         dw[i], acc[i]);
-                            else
-                                acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is[i]),
-                                                         _mm256_mul_ps(dw[i], dxv), acc[i]);
-                        }
+            int halves = 2;
+            if (ch < whole) {
+                half_step(t, cp, 0, ch, n, xr, order, accs[r], mw_keep[0]);
+                half_step(t, cp + hbytes, 1, ch, n, xr, order, accs[r], mw_keep[1]);
+            } else {
+                halves = 0;
+                for (int hh = 0; hh < 2; hh++) {
+                    const int64_t left = k - ch * QMM_I8_CHUNK - hh * HALF;
+                    if (left <= 0) break;
+                    halves++;
+                    const unsigned char *hp = cp + hh * hbytes;
+                    const int nb = half_blocks(t, left), full = HALF / qmm_i8_block_elems(t);
+                    unsigned char tail[8 * sizeof(block_q8_0)]; /* the largest half */
+                    if (nb < full) { /* the row's last blocks, zero blocks after them */
+                        memset(tail, 0, sizeof tail);
+                        memcpy(tail, hp, (size_t)nb * qmm_i8_block_bytes(t));
+                        hp = tail;
                     }
+                    half_step(t, hp, hh, ch, n, xr, order, accs[r], mw_keep[hh]);
                 }
             }
             if (two && mins) /* q2_K: s * m_w of half 0, then of half 1 */

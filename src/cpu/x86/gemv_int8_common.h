@@ -256,6 +256,7 @@ static inline bool qmm_i8_layout_runs(qmm_i8_layout *lo, int reg_bytes,
 static inline __attribute__((always_inline)) void qmm_i8_prefetch(const unsigned char *p,
                                                                   size_t bytes, size_t off) {
     if (off == 0) return;
+#pragma GCC unroll 8
     for (size_t o = 0; o < bytes; o += 64) _mm_prefetch((const char *)p + off + o, _MM_HINT_T0);
 }
 
