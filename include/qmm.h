@@ -224,7 +224,8 @@ QMM_API bool qmm_backend_available(qmm_backend backend);
 /**
  * How a matmul is computed (docs/CONTRACT.md, "Strategies"). AUTO takes the fastest path measured for
  * the type and n, whatever its precision class: on an AMX CPU, int8 for decode sizes (X
- * quantized per 32-block; class INT8) and AMX-BF16 fused above (class HALF); on CUDA, gemv at
+ * quantized per 32-block; class INT8) and AMX-BF16 fused above (class HALF); at level avx2,
+ * int8 for the types that have an int8 kernel (n up to 512); on CUDA, gemv at
  * n = 1 (class F32) and cached_f16 above (class HALF). qmm_matmul_path names the kernel and
  * its class; force GEMV (exact, F32 class) or another strategy when a class matters.
  */
