@@ -225,10 +225,11 @@ QMM_API bool qmm_backend_available(qmm_backend backend);
 /**
  * How a matmul is computed (docs/CONTRACT.md, "Strategies"). AUTO takes the fastest path measured for
  * the type and n, whatever its precision class: on an AMX CPU, int8 for decode sizes (X
- * quantized per 32-block; class INT8) and AMX-BF16 fused above (class HALF); on CUDA, among
+ * quantized per 32-block; class INT8) and AMX-BF16 fused above (class HALF); at level avx2,
+ * int8 for the types that have an int8 kernel; on CUDA, among
  * the paths the context's qmm_cache_policy lets the weights hold memory for: with the default
- * policy gemv for decode sizes (class F32) and fused above (class HALF), with
- * QMM_CACHE_UNLIMITED gemv at n = 1 and cached_f16 above (docs/CUDA.md, "auto").
+ * policy gemv for decode sizes (class F32) and int8 (class INT8) or fused (class HALF) above,
+ * with QMM_CACHE_UNLIMITED gemv at n = 1 and cached_f16 above (docs/CUDA.md, "auto").
  * qmm_matmul_path names the kernel and its class; force GEMV (exact, F32 class) or another
  * strategy when a class matters.
  */

@@ -13,7 +13,8 @@
  *
  * Generated from the tables, never from lists in this file:
  *   backends   CPU at every ISA level of cpu_features.h (QMM_CPU_ISA; a level the machine
- *              lacks must be refused and is reported as skipped), and CUDA when the library
+ *              lacks must be refused and is reported as skipped; on a CPU with AVX-VNNI also
+ *              avx2 without it, "cpu:avx2-novnni", QMM_CPU_AVXVNNI=off), and CUDA when the library
  *              has it and a device is usable (otherwise one skip line; the CPU part still runs);
  *   types      every id 0..QMM_TYPE_COUNT-1 with qmm_type_is_supported && qmm_type_is_weight;
  *              weights from qmm_quantize_rows where qmm_type_has_quantizer, otherwise random
@@ -1870,36 +1871,47 @@ static bool selected(const char *var, const char *name) {
     return false;
 }
 
-static qmm_status make_ctx(qmm_backend kind, const char *isa, unsigned flags, qmm_context **out) {
+/* A context at CPU level `isa` (NULL: the default); `vnni`: QMM_CPU_AVXVNNI or NULL. */
+static qmm_status make_ctx(qmm_backend kind, const char *isa, const char *vnni, unsigned flags,
+                           qmm_context **out) {
     if (isa) setenv("QMM_CPU_ISA", isa, 1);
+    if (vnni) setenv("QMM_CPU_AVXVNNI", vnni, 1);
     qmm_context_params prm = qmm_context_default_params();
     prm.backend = kind;
     prm.flags = flags;
     const qmm_status st = qmm_context_create(&prm, out);
     if (isa) unsetenv("QMM_CPU_ISA");
+    if (vnni) unsetenv("QMM_CPU_AVXVNNI");
     return st;
 }
 
-static bool add_backend(backend *be, qmm_backend kind, const char *isa) {
-    if (make_ctx(kind, isa, 0, &be->ctx) != QMM_OK ||
-        make_ctx(kind, isa, QMM_FLAG_BATCH_INVARIANT, &be->inv) != QMM_OK ||
-        make_ctx(kind, isa, QMM_FLAG_VALIDATE, &be->val) != QMM_OK) {
+static bool add_backend(backend *be, qmm_backend kind, const char *isa, const char *vnni) {
+    if (make_ctx(kind, isa, vnni, 0, &be->ctx) != QMM_OK ||
+        make_ctx(kind, isa, vnni, QMM_FLAG_BATCH_INVARIANT, &be->inv) != QMM_OK ||
+        make_ctx(kind, isa, vnni, QMM_FLAG_VALIDATE, &be->val) != QMM_OK) {
         print_message("test_conformance: %s: context creation failed: %s\n", be->name, qmm_last_error());
         return false;
     }
     return true;
 }
 
-/* 0: at least one backend; 1: none selected is usable here; -1: a context failed. */
+/* 0: at least one backend; 1: none selected is usable here; -1: a context failed. The CPU
+ * levels, and at avx2 on a CPU with AVX-VNNI a second backend "cpu:avx2-novnni"
+ * (QMM_CPU_AVXVNNI=off: the vpmaddubsw int8 kernels an AVX2-only CPU runs). */
 static int setup_backends(void) {
-    for (int isa = QMM_CPU_ISA_GENERIC; isa < QMM_CPU_ISA_COUNT; isa++) {
+    for (int lv = QMM_CPU_ISA_GENERIC; lv <= QMM_CPU_ISA_COUNT; lv++) {
+        /* lv == QMM_CPU_ISA_COUNT: avx2 without AVX-VNNI */
+        const bool novnni = lv == QMM_CPU_ISA_COUNT;
+        const int isa = novnni ? QMM_CPU_ISA_AVX2 : lv;
+        if (novnni && !qmm_cpu_features_get()->avx_vnni) continue;
         backend *be = &g_be[g_nbe];
         memset(be, 0, sizeof *be);
-        snprintf(be->name, sizeof be->name, "cpu:%s", qmm_cpu_isa_name((qmm_cpu_isa)isa));
+        snprintf(be->name, sizeof be->name, "cpu:%s%s", qmm_cpu_isa_name((qmm_cpu_isa)isa),
+                 novnni ? "-novnni" : "");
         if (!selected("QMM_CONFORMANCE_BACKENDS", be->name)) continue;
         if (!qmm_cpu_isa_supported((qmm_cpu_isa)isa)) {
             qmm_context *c = NULL;
-            const qmm_status st = make_ctx(QMM_BACKEND_CPU, qmm_cpu_isa_name((qmm_cpu_isa)isa), 0, &c);
+            const qmm_status st = make_ctx(QMM_BACKEND_CPU, qmm_cpu_isa_name((qmm_cpu_isa)isa), NULL, 0, &c);
             if (st != QMM_ERR_UNSUPPORTED || c != NULL) {
                 print_message("test_conformance: %s is not supported here but its context gave %s\n", be->name,
                               qmm_status_str(st));
@@ -1913,7 +1925,8 @@ static int setup_backends(void) {
         be->prec[QMM_PRECISION_HALF] = (prec_model){0x1p-8, 0, 0, 0, 0};
         be->prec[QMM_PRECISION_INT8] = (prec_model){0x1p-11, 1.01 / 254.0, 0, 0, 0};
         be->prec[QMM_PRECISION_FP8] = (prec_model){0x1p-4 + 0x1p-20, 0x1p-10 / 448.0, 0, 0x1p-10 / 448.0, 0};
-        if (!add_backend(be, QMM_BACKEND_CPU, qmm_cpu_isa_name((qmm_cpu_isa)isa))) return -1;
+        if (!add_backend(be, QMM_BACKEND_CPU, qmm_cpu_isa_name((qmm_cpu_isa)isa), novnni ? "off" : NULL))
+            return -1;
         g_nbe++;
     }
     backend *be = &g_be[g_nbe];
@@ -1931,7 +1944,7 @@ static int setup_backends(void) {
             be->prec[QMM_PRECISION_FP8] = (prec_model){0x1p-4 + 0x1p-20, 0x1p-10 / 448.0, 0, 0x1p-10 / 448.0, 0};
             be->half_f16 = true;
             be->device_grid = true;
-            if (!add_backend(be, QMM_BACKEND_CUDA, NULL)) return -1;
+            if (!add_backend(be, QMM_BACKEND_CUDA, NULL, NULL)) return -1;
             int dev = 0, major = 0, minor = 0;
             if (cudaGetDevice(&dev) == cudaSuccess &&
                 cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&

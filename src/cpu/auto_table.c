@@ -13,8 +13,26 @@
  *   qmm bench --shape 4608x1024,1024x4608 --types q4_1,q5_0,q5_1,q5_K --strategy int8,fused
  *             --n 8,12,16,24,32,48 --iters 7 --csv
  * int8_max_n is the largest n where int8 beat both gemv and fused on every shape; gemv_max_n
- * the largest n where gemv beat fused. Below the amx level nothing is measured yet: the
- * default row (gemv through n = 8, the decode regime) stands until it is.
+ * the largest n where gemv beat fused.
+ *
+ * The avx2 rows were measured on the same Sapphire Rapids VM forced to level avx2 with AVX-VNNI
+ * off (QMM_CPU_ISA=avx2 QMM_CPU_AVXVNNI=off: the vpmaddubsw int8 kernels of an AVX2-only CPU;
+ * AVX-VNNI only makes int8 faster), not on an AVX2-only machine, 2 threads, while the machine
+ * was loaded by other jobs (load average 7-17): `qmm bench` medians were multiples of the
+ * scheduler tick, so the best of 9-15 interleaved calls (dev/int8_ab.c, W rotated over 2-8
+ * copies) decided, with
+ *   int8_ab q4_0,q4_K,q6_K,q8_0,iq4_xs,q5_K 4608x1024,1024x4608 1,2,4,8,16,32,64,128
+ *           gemv=avx2:off:gemv,int8=avx2:off:int8,fused=avx2:off:fused 15 2 8
+ *   int8_ab q4_1,q5_0,q5_1,q2_K,q3_K,iq4_nl,mxfp4,nvfp4 4608x1024,1024x4608 1,4,16,64,128
+ *           gemv=avx2:off:gemv,int8=avx2:off:int8,fused=avx2:off:fused 9 2 4
+ *   int8_ab <all 14 types> 4608x1024 256,512 int8=avx2:off:int8,fused=avx2:off:fused 3-5 2 2
+ * (the numbers: bench/results/2026-12-01-spr-avx2-int8.md). The int8 gemv beat gemv_avx2 and
+ * fused_portable at every n measured, 1..512, by 1.5-2x at n = 128..512 (fused_portable is the
+ * only fused path at avx2), so int8 runs n = 1..512; n > 512 was not measured. gemv_max_n (gemv
+ * vs fused above that) is the largest n of those grids where gemv_avx2 beat fused_portable on
+ * both shapes. Types without an int8 kernel at avx2 take the default row; measured the same way
+ * for f32, f16, bf16 (gemv_avx2 ahead of fused_portable through n = 4-8) and iq2_xxs, iq3_s,
+ * tq2_0 (gemv_portable and fused_portable within noise of each other for n <= 32), it stays.
  */
 #include "cpu/cpu_internal.h"
 
@@ -41,6 +59,21 @@ static const qmm_cpu_auto_row auto_rows[] = {
     {QMM_CPU_ISA_AMX, QMM_TYPE_IQ4_XS, 1, 32, 1},
     {QMM_CPU_ISA_AMX, QMM_TYPE_MXFP4, 1, 32, 2},
     {QMM_CPU_ISA_AMX, QMM_TYPE_NVFP4, 1, 8, 1},
+    /* avx2: the int8 gemv (gemv_int8_avx2.c / gemv_int8_avxvnni.c) for n = 1..512 */
+    {QMM_CPU_ISA_AVX2, QMM_TYPE_Q4_0, 1, 512, 16},
+    {QMM_CPU_ISA_AVX2, QMM_TYPE_Q4_1, 1, 512, 16},
+    {QMM_CPU_ISA_AVX2, QMM_TYPE_Q5_0, 1, 512, 16},
+    {QMM_CPU_ISA_AVX2, QMM_TYPE_Q5_1, 1, 512, 16},
+    {QMM_CPU_ISA_AVX2, QMM_TYPE_Q8_0, 1, 512, 8},
+    {QMM_CPU_ISA_AVX2, QMM_TYPE_Q2_K, 1, 512, 1},
+    {QMM_CPU_ISA_AVX2, QMM_TYPE_Q3_K, 1, 512, 1},
+    {QMM_CPU_ISA_AVX2, QMM_TYPE_Q4_K, 1, 512, 8},
+    {QMM_CPU_ISA_AVX2, QMM_TYPE_Q5_K, 1, 512, 4},
+    {QMM_CPU_ISA_AVX2, QMM_TYPE_Q6_K, 1, 512, 64},
+    {QMM_CPU_ISA_AVX2, QMM_TYPE_IQ4_NL, 1, 512, 16},
+    {QMM_CPU_ISA_AVX2, QMM_TYPE_IQ4_XS, 1, 512, 32},
+    {QMM_CPU_ISA_AVX2, QMM_TYPE_MXFP4, 1, 512, 16},
+    {QMM_CPU_ISA_AVX2, QMM_TYPE_NVFP4, 1, 512, 16},
 };
 /* The codebook rows (iq4_nl, iq4_xs, mxfp4, nvfp4): the strategies called alternately in one
  * process, and
@@ -50,7 +83,9 @@ static const qmm_cpu_auto_row auto_rows[] = {
 
 /* The row for a (level, type) that has none: gemv through the decode regime, then fused.
  * At the amx level a type without a measured row has no fast gemv (only gemv_portable), so
- * fused_amx_bf16 from n = 1. */
+ * fused_amx_bf16 from n = 1. At avx2 (and avx512 without AMX) the types without a row have no
+ * int8 kernel: gemv (gemv_avx2 for f32, f16, bf16; gemv_portable for the rest) through n = 8,
+ * then fused_portable; avx512 without AMX has no measured rows (int8 only when asked). */
 static qmm_cpu_auto_row default_row(qmm_cpu_isa isa, qmm_type type) {
     return (qmm_cpu_auto_row){isa, type, NO_INT8, isa >= QMM_CPU_ISA_AMX ? 0 : 8};
 }

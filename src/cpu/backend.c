@@ -36,6 +36,10 @@ static const qmm_cpu_impl cpu_impls[] = {
      QMM_PRECISION_F32, NULL},
     {QMM_STRATEGY_INT8, "int8_amx", QMM_CPU_ISA_AMX, qmm_x86_gemv_int8_avx512_has_type, NULL,
      qmm_cpu_x86_matmul_int8_amx, QMM_PRECISION_INT8, qmm_cpu_x86_int8_kernel},
+    {QMM_STRATEGY_INT8, "int8_avx512", QMM_CPU_ISA_AVX512, qmm_x86_gemv_int8_avx512_has_type,
+     NULL, qmm_cpu_x86_matmul_int8_avx2, QMM_PRECISION_INT8, qmm_cpu_x86_int8_avx2_kernel},
+    {QMM_STRATEGY_INT8, "int8_avx2", QMM_CPU_ISA_AVX2, qmm_x86_gemv_int8_avx2_has_type, NULL,
+     qmm_cpu_x86_matmul_int8_avx2, QMM_PRECISION_INT8, qmm_cpu_x86_int8_avx2_kernel},
     {QMM_STRATEGY_DEQUANT_SGEMM, "dequant_sgemm_openblas", QMM_CPU_ISA_GENERIC, NULL,
      qmm_cpu_dequant_sgemm_supports, qmm_cpu_matmul_dequant_sgemm, QMM_PRECISION_F32, NULL},
 };
@@ -53,8 +57,8 @@ static const qmm_cpu_impl *find_impl(const qmm_context *ctx, qmm_type type, qmm_
         const qmm_cpu_impl *im = &cpu_impls[i];
         if (im->strategy != s) continue;
         if (ctx_isa(ctx) < im->min_isa) {
-            *why = im->min_isa == QMM_CPU_ISA_AMX && s == QMM_STRATEGY_INT8
-                       ? "the context's ISA level is below amx (int8 needs AMX-INT8)"
+            *why = s == QMM_STRATEGY_INT8
+                       ? "the context's ISA level is below avx2 (there is no portable int8 kernel)"
                        : "the context's ISA level is below what its kernels need";
             continue;
         }
@@ -126,6 +130,12 @@ static qmm_status cpu_context_init(qmm_context *ctx) {
         free(slots);
         return isa_status;
     }
+    isa_status = qmm_cpu_avx_vnni_select(st->isa, &st->avx_vnni);
+    if (isa_status != QMM_OK) {
+        free(st);
+        free(slots);
+        return isa_status;
+    }
     /* The tuning file for this identity (core/tuning.h): an error only when one was named. */
     const qmm_tuning_identity ident = {.backend = "cpu", .device_key = "cpu",
                                        .device = qmm_cpu_brand(), .level_key = "isa",
@@ -151,8 +161,8 @@ static qmm_status cpu_context_init(qmm_context *ctx) {
     st->panel = qmm_cpu_panel_f32_select(st->isa);
     ctx->params.n_threads = nt;
     ctx->backend = st;
-    qmm_log(1, "cpu backend: %d threads, f32 panel kernel '%s', ISA level %s; auto: %s", nt,
-            st->panel->name, qmm_cpu_isa_name(st->isa),
+    qmm_log(1, "cpu backend: %d threads, f32 panel kernel '%s', ISA level %s%s; auto: %s", nt,
+            st->panel->name, qmm_cpu_isa_name(st->isa), st->avx_vnni ? " with AVX-VNNI" : "",
             st->tuned_name ? st->tuned_name : qmm_cpu_auto_compiled_name(st->isa));
     return QMM_OK;
 }

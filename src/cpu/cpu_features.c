@@ -95,6 +95,7 @@ static void detect(void) {
         f->amx_tile = (d >> 24) & 1u;
         f->amx_int8 = (d >> 25) & 1u;
         __cpuid_count(7, 1, a, b, c, d);
+        f->avx_vnni = (a >> 4) & 1u;
         f->avx512bf16 = (a >> 5) & 1u;
     }
     if (osxsave && avx) {
@@ -197,5 +198,19 @@ qmm_status qmm_cpu_isa_select(qmm_cpu_isa *out) {
                          "QMM_CPU_ISA=%s cannot run on this machine: %s (best level here: %s)",
                          env, why, isa_names[qmm_cpu_isa_best()]);
     *out = isa;
+    return QMM_OK;
+}
+
+qmm_status qmm_cpu_avx_vnni_select(qmm_cpu_isa isa, bool *out) {
+    const char *env = getenv("QMM_CPU_AVXVNNI");
+    bool allowed = true;
+    if (env != NULL && env[0] != '\0') {
+        if (strcmp(env, "off") == 0 || strcmp(env, "0") == 0) allowed = false;
+        else if (strcmp(env, "auto") != 0)
+            return qmm_error(QMM_ERR_INVALID_ARGUMENT,
+                             "QMM_CPU_AVXVNNI=\"%s\" is not one of off, 0, auto", env);
+    }
+    const qmm_cpu_features *f = qmm_cpu_features_get();
+    *out = allowed && isa >= QMM_CPU_ISA_AVX2 && f->avx_vnni && f->os_ymm;
     return QMM_OK;
 }

@@ -30,6 +30,7 @@ typedef enum qmm_cpu_isa {
 /** Raw feature bits found by CPUID and XGETBV (and the AMX permission request). */
 typedef struct qmm_cpu_features {
     bool avx2, fma, f16c;
+    bool avx_vnni;    /**< AVX-VNNI: vpdpbusd on xmm/ymm (VEX), CPUID.(7,1):EAX[4] */
     bool avx512f, avx512bw, avx512vl, avx512dq, avx512vnni, avx512bf16, avx512fp16;
     bool amx_tile, amx_int8, amx_bf16;
     bool os_ymm;      /**< XCR0 bits 1-2: SSE and AVX state enabled */
@@ -65,5 +66,14 @@ qmm_status qmm_cpu_isa_from_name(const char *name, qmm_cpu_isa *out);
  * feature is missing). `out` is set only on success.
  */
 qmm_status qmm_cpu_isa_select(qmm_cpu_isa *out);
+
+/**
+ * Whether a new CPU context at level `isa` may run the AVX-VNNI kernels (int8 on ymm): the
+ * level is avx2 or above, the CPU has AVX-VNNI, and the environment variable QMM_CPU_AVXVNNI
+ * is not "off" (nor "0"); "off" makes an AVX-VNNI machine run the AVX2 kernels that AVX2-only
+ * CPUs run (for tests and measurements). Errors: QMM_ERR_INVALID_ARGUMENT for a value other
+ * than "off", "0", "auto" or empty. `out` is set only on success.
+ */
+qmm_status qmm_cpu_avx_vnni_select(qmm_cpu_isa isa, bool *out);
 
 #endif /* QMM_CPU_FEATURES_H */

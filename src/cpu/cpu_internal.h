@@ -147,6 +147,7 @@ typedef struct qmm_cpu_state {
     qmm_cpu_isa isa;            /* ISA level, chosen at creation (QMM_CPU_ISA or best) */
     qmm_cpu_auto_rows tuned;    /* rows of the tuning file in use (count 0: none) */
     char *tuned_name;           /* "tuning file PATH" when rows came from one, else NULL */
+    bool avx_vnni;              /* the AVX-VNNI kernels may run (qmm_cpu_avx_vnni_select) */
 } qmm_cpu_state;
 
 /* Grow `s` to at least `bytes` (contents not kept). QMM_ERR_OUT_OF_MEMORY on failure. */

@@ -224,6 +224,63 @@ qmm_status qmm_cpu_x86_matmul_int8_amx(qmm_context *ctx, const qmm_weights *w, i
     return QMM_OK;
 }
 
+/* ---------------------------------------------------------------------------------------
+ * int8 below AMX (levels avx2 and avx512): the int8 gemv on the native blocks, on ymm
+ * (gemv_int8_avx2.c, or gemv_int8_avxvnni.c where the CPU has AVX-VNNI) or on zmm at level
+ * avx512 (gemv_int8_avx512.c); all three give the same bits.
+ * ------------------------------------------------------------------------------------- */
+
+/*
+ * THE dispatch point of the int8 strategy at levels avx2 and avx512: true when this call runs
+ * the int8 gemv on the native blocks, false when it would run an int8 GEMM. There is no GEMM
+ * below AMX yet, so the gemv runs for every n (batch-invariant: its row j does not depend on
+ * n). An int8 GEMM on repacked weights plugs in here for large n, as int8_uses_gemv does for
+ * AMX: gemv up to a measured n per type, and with QMM_FLAG_BATCH_INVARIANT one kernel for every
+ * n (the two round differently).
+ */
+static bool int8_avx2_uses_gemv(const qmm_context *ctx, qmm_type type, int64_t n) {
+    (void)ctx;
+    (void)type;
+    (void)n;
+    return true;
+}
+
+const char *qmm_cpu_x86_int8_avx2_kernel(const qmm_context *ctx, qmm_type type, int64_t n) {
+    const qmm_cpu_state *st = ctx->backend;
+    if (!int8_avx2_uses_gemv(ctx, type, n)) return "int8_avx2_gemm";
+    if (st->isa >= QMM_CPU_ISA_AVX512) return "int8_vnni_gemv";
+    return st->avx_vnni ? "int8_avxvnni_gemv" : "int8_avx2_gemv";
+}
+
+qmm_status qmm_cpu_x86_matmul_int8_avx2(qmm_context *ctx, const qmm_weights *w, int64_t n,
+                                        const float *x, int64_t ldx, float *y, int64_t ldy) {
+    qmm_cpu_state *st = ctx->backend;
+    const bool zmm = st->isa >= QMM_CPU_ISA_AVX512;
+    bool nonfinite = false;
+    qmm_status s = weights_nonfinite(ctx, w, &nonfinite);
+    if (s != QMM_OK) return s;
+    /* W holding Inf/NaN elements: the exact gemv of the level (as int8_amx does) */
+    if (nonfinite)
+        return zmm ? qmm_cpu_x86_matmul_gemv_avx512(ctx, w, n, x, ldx, y, ldy)
+                   : qmm_cpu_x86_matmul_gemv_avx2(ctx, w, n, x, ldx, y, ldy);
+    if (!int8_avx2_uses_gemv(ctx, w->type, n)) /* the int8 GEMM's place (above) */
+        return qmm_error(QMM_ERR_INTERNAL, "int8: no GEMM kernel below amx");
+    const qmm_cpu_weights *cw = w->backend;
+    s = qmm_cpu_scratch_grow(&st->shared, zmm ? qmm_x86_gemv_int8_avx512_scratch(n, w->k)
+                                              : qmm_x86_gemv_int8_avx2_scratch(n, w->k));
+    if (s != QMM_OK) return s;
+    if (zmm)
+        qmm_x86_gemv_int8_avx512(w->type, w->m, w->k, cw->data, cw->stride, n, x, ldx, y, ldy,
+                                 st->shared.ptr, st->n_threads);
+    else if (st->avx_vnni)
+        qmm_x86_gemv_int8_avxvnni(w->type, w->m, w->k, cw->data, cw->stride, n, x, ldx, y, ldy,
+                                  st->shared.ptr, st->n_threads);
+    else
+        qmm_x86_gemv_int8_avx2(w->type, w->m, w->k, cw->data, cw->stride, n, x, ldx, y, ldy,
+                               st->shared.ptr, st->n_threads);
+    return QMM_OK;
+}
+
 qmm_status qmm_cpu_x86_matmul_gemv_avx512(qmm_context *ctx, const qmm_weights *w, int64_t n,
                                           const float *x, int64_t ldx, float *y, int64_t ldy) {
     const qmm_cpu_state *st = ctx->backend;

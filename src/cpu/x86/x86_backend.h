@@ -54,6 +54,14 @@ const char *qmm_cpu_x86_int8_kernel(const qmm_context *ctx, qmm_type type, int64
 qmm_status qmm_cpu_x86_matmul_int8_amx(qmm_context *ctx, const qmm_weights *w, int64_t n,
                                        const float *x, int64_t ldx, float *y, int64_t ldy);
 
+/* int8 at levels avx512 (no AMX) and avx2 (registered as int8_avx512 and int8_avx2): the int8
+ * gemv on the native blocks for every n (zmm at avx512, ymm with AVX-VNNI or vpmaddubsw at
+ * avx2; the same bits), the exact gemv of the level for weights with non-finite elements.
+ * The kernel it runs: "int8_vnni_gemv" (avx512), "int8_avxvnni_gemv" or "int8_avx2_gemv". */
+const char *qmm_cpu_x86_int8_avx2_kernel(const qmm_context *ctx, qmm_type type, int64_t n);
+qmm_status qmm_cpu_x86_matmul_int8_avx2(qmm_context *ctx, const qmm_weights *w, int64_t n,
+                                        const float *x, int64_t ldx, float *y, int64_t ldy);
+
 /* gemv on AVX-512: the legacy, K-quant, codebook and float types (qmm_x86_gemv_avx512_has_type). */
 qmm_status qmm_cpu_x86_matmul_gemv_avx512(qmm_context *ctx, const qmm_weights *w, int64_t n,
                                           const float *x, int64_t ldx, float *y, int64_t ldy);
