@@ -34,6 +34,9 @@ static const qmm_cpu_impl cpu_impls[] = {
      QMM_PRECISION_F32, NULL},
     {QMM_STRATEGY_INT8, "int8_amx", QMM_CPU_ISA_AMX, qmm_x86_gemv_int8_avx512_has_type, NULL,
      qmm_cpu_x86_matmul_int8_amx, QMM_PRECISION_INT8, qmm_cpu_x86_int8_kernel},
+    {QMM_STRATEGY_INT8, "int8_avx2", QMM_CPU_ISA_AVX2, qmm_x86_gemm_int8_avx2_has_type,
+     qmm_cpu_x86_int8_avx2_supports, qmm_cpu_x86_matmul_int8_avx2, QMM_PRECISION_INT8,
+     qmm_cpu_x86_int8_avx2_kernel},
     {QMM_STRATEGY_DEQUANT_SGEMM, "dequant_sgemm_openblas", QMM_CPU_ISA_GENERIC, NULL,
      qmm_cpu_dequant_sgemm_supports, qmm_cpu_matmul_dequant_sgemm, QMM_PRECISION_F32, NULL},
 };
@@ -124,6 +127,7 @@ static qmm_status cpu_context_init(qmm_context *ctx) {
         free(slots);
         return isa_status;
     }
+    st->avx_vnni = qmm_cpu_avx_vnni_select();
     st->n_threads = nt;
     st->per_thread = slots;
     st->panel = qmm_cpu_panel_f32_select(st->isa);

@@ -73,6 +73,7 @@ static void detect(void) {
         f->amx_tile = (d >> 24) & 1u;
         f->amx_int8 = (d >> 25) & 1u;
         __cpuid_count(7, 1, a, b, c, d);
+        f->avx_vnni = (a >> 4) & 1u;
         f->avx512bf16 = (a >> 5) & 1u;
     }
     if (osxsave && avx) {
@@ -171,4 +172,10 @@ qmm_status qmm_cpu_isa_select(qmm_cpu_isa *out) {
                          env, why, isa_names[qmm_cpu_isa_best()]);
     *out = isa;
     return QMM_OK;
+}
+
+bool qmm_cpu_avx_vnni_select(void) {
+    const qmm_cpu_features *f = qmm_cpu_features_get();
+    const char *env = getenv("QMM_CPU_AVX_VNNI");
+    return f->avx_vnni && f->os_ymm && !(env != NULL && strcmp(env, "0") == 0);
 }

@@ -30,6 +30,7 @@ typedef enum qmm_cpu_isa {
 /** Raw feature bits found by CPUID and XGETBV (and the AMX permission request). */
 typedef struct qmm_cpu_features {
     bool avx2, fma, f16c;
+    bool avx_vnni;    /**< AVX-VNNI (VEX vpdpbusd/vpdpwssd on ymm): Alder Lake+, Zen 5 */
     bool avx512f, avx512bw, avx512vl, avx512dq, avx512vnni, avx512bf16, avx512fp16;
     bool amx_tile, amx_int8, amx_bf16;
     bool os_ymm;      /**< XCR0 bits 1-2: SSE and AVX state enabled */
@@ -60,5 +61,12 @@ qmm_status qmm_cpu_isa_from_name(const char *name, qmm_cpu_isa *out);
  * feature is missing). `out` is set only on success.
  */
 qmm_status qmm_cpu_isa_select(qmm_cpu_isa *out);
+
+/**
+ * Whether a new CPU context may use AVX-VNNI (the int8 kernels at level avx2): the CPU has it
+ * and the OS saves YMM, unless the environment sets QMM_CPU_AVX_VNNI=0 (read at each call:
+ * it lets an AVX-VNNI machine run and time the vpmaddubsw kernels of CPUs without it).
+ */
+bool qmm_cpu_avx_vnni_select(void);
 
 #endif /* QMM_CPU_FEATURES_H */

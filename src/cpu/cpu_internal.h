@@ -117,6 +117,7 @@ typedef struct qmm_cpu_state {
     const qmm_cpu_panel_f32_kernel *panel; /* chosen at context creation */
     double timer_start_ms;      /* qmm_timer_begin's clock reading */
     qmm_cpu_isa isa;            /* ISA level, chosen at creation (QMM_CPU_ISA or best) */
+    bool avx_vnni;              /* the avx2 int8 kernels may use AVX-VNNI (qmm_cpu_avx_vnni_select) */
 } qmm_cpu_state;
 
 /* Grow `s` to at least `bytes` (contents not kept). QMM_ERR_OUT_OF_MEMORY on failure. */

@@ -63,12 +63,28 @@ static qmm_status ensure_int8_tiles(const qmm_context *ctx, const qmm_weights *w
     return QMM_OK;
 }
 
+static qmm_status ensure_int8_x8(const qmm_context *ctx, const qmm_weights *w,
+                                 const qmm_x86_weights **out) {
+    qmm_x86_weights *xw = NULL;
+    qmm_status s = x86_record(w, &xw);
+    if (s != QMM_OK) return s;
+    if (xw->x8.data == NULL) {
+        const qmm_cpu_weights *cw = w->backend;
+        s = qmm_x86_gemm_int8_avx2_pack(w->type, w->m, w->k, cw->data, cw->stride,
+                                        ((const qmm_cpu_state *)ctx->backend)->n_threads, &xw->x8);
+        if (s != QMM_OK) return s;
+    }
+    *out = xw;
+    return QMM_OK;
+}
+
 void qmm_cpu_x86_weights_release(qmm_weights *w) {
     qmm_cpu_weights *cw = w->backend;
     if (cw == NULL || cw->x86 == NULL) return;
     qmm_x86_weights *xw = cw->x86;
     qmm_x86_bf16_tiles_free(&xw->bf16);
     qmm_x86_int8_tiles_free(&xw->int8);
+    qmm_x86_gemm_int8_avx2_free(&xw->x8);
     free(xw->otf_row_scale);
     free(xw);
     cw->x86 = NULL;
@@ -209,6 +225,40 @@ qmm_status qmm_cpu_x86_matmul_int8_amx(qmm_context *ctx, const qmm_weights *w, i
     s = qmm_cpu_scratch_grow(&st->shared, qmm_x86_gemm_int8_amx_scratch(&xw->int8, n));
     if (s != QMM_OK) return s;
     qmm_x86_gemm_int8_amx(&xw->int8, n, x, ldx, y, ldy, st->shared.ptr, st->n_threads);
+    return QMM_OK;
+}
+
+bool qmm_cpu_x86_int8_avx2_supports(const qmm_context *ctx, qmm_type type, const char **why) {
+    (void)ctx;
+    (void)type;
+    if (!qmm_cpu_features_get()->avx512f) {
+        *why = "the int8 X quantizer needs AVX-512F on this build (its AVX2 version is not in yet)";
+        return false;
+    }
+    return true;
+}
+
+const char *qmm_cpu_x86_int8_avx2_kernel(const qmm_context *ctx, qmm_type type, int64_t n) {
+    (void)type;
+    (void)n;
+    return ((const qmm_cpu_state *)ctx->backend)->avx_vnni ? "int8_avx2_vnni" : "int8_avx2";
+}
+
+qmm_status qmm_cpu_x86_matmul_int8_avx2(qmm_context *ctx, const qmm_weights *w, int64_t n,
+                                        const float *x, int64_t ldx, float *y, int64_t ldy) {
+    qmm_cpu_state *st = ctx->backend;
+    bool nonfinite = false;
+    qmm_status s = weights_nonfinite(ctx, w, &nonfinite);
+    if (s != QMM_OK) return s;
+    /* W holding Inf/NaN elements: the exact gemv computes them as the reference does (a
+     * property of W alone, so the choice never depends on X or n) */
+    if (nonfinite) return qmm_cpu_x86_matmul_gemv_avx2(ctx, w, n, x, ldx, y, ldy);
+    const qmm_x86_weights *xw;
+    s = ensure_int8_x8(ctx, w, &xw);
+    if (s != QMM_OK) return s;
+    s = qmm_cpu_scratch_grow(&st->shared, qmm_x86_gemm_int8_avx2_scratch(&xw->x8, n, st->n_threads));
+    if (s != QMM_OK) return s;
+    qmm_x86_gemm_int8_avx2(&xw->x8, n, x, ldx, y, ldy, st->shared.ptr, st->n_threads, st->avx_vnni);
     return QMM_OK;
 }
 

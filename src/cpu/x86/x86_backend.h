@@ -9,6 +9,7 @@
 #include <stdbool.h>
 
 #include "cpu/cpu_internal.h"
+#include "cpu/x86/gemm_int8_avx2.h"
 #include "cpu/x86/x86_kernels.h"
 
 /* The x86 forms of one CPU weights object (qmm_cpu_weights.x86). */
@@ -16,6 +17,7 @@ typedef struct qmm_x86_weights {
     qmm_x86_bf16_tiles bf16; /* AMX B-tiles; data == NULL when not packed */
     qmm_x86_int8_tiles int8; /* AMX-INT8 B-tiles (32-block types); q == NULL when not packed */
     float *otf_row_scale;    /* bf16 row scales for the on-the-fly AMX kernel (m_pad) or NULL */
+    qmm_x86_int8_x8 x8;      /* the AVX2 int8 GEMM's 8-row interleaved copy; data == NULL when not packed */
     /* Whether some dequantized W element is Inf or NaN (checked on the first int8 call):
      * -1 not checked yet, 0 no, 1 yes. The int8 kernels scale integer dots by d_w * d_x and
      * cannot form such an element (e.g. mxfp4's E8M0 0xFE times 4 overflows to Inf in the
@@ -49,6 +51,17 @@ qmm_status qmm_cpu_x86_matmul_fused_amx(qmm_context *ctx, const qmm_weights *w, 
 const char *qmm_cpu_x86_int8_kernel(const qmm_context *ctx, qmm_type type, int64_t n);
 qmm_status qmm_cpu_x86_matmul_int8_amx(qmm_context *ctx, const qmm_weights *w, int64_t n,
                                        const float *x, int64_t ldx, float *y, int64_t ldy);
+
+/* int8 at ISA level avx2 (and avx512, which has no int8 kernel of its own): the AVX2 int8 GEMM
+ * (gemm_int8_avx2.h) for every n on its 8-row interleaved copy of W, made on the first call
+ * (qmm_x86_gemm_int8_avx2_packed_bytes); W with non-finite elements runs gemv_avx2 (exact).
+ * supports(): the X quantizer (qmm_x86_int8_quantize_row) is AVX-512F code until its AVX2
+ * version lands, so the CPU must have AVX-512F. kernel_for: "int8_avx2_vnni" where the
+ * context uses AVX-VNNI, else "int8_avx2". */
+bool qmm_cpu_x86_int8_avx2_supports(const qmm_context *ctx, qmm_type type, const char **why);
+const char *qmm_cpu_x86_int8_avx2_kernel(const qmm_context *ctx, qmm_type type, int64_t n);
+qmm_status qmm_cpu_x86_matmul_int8_avx2(qmm_context *ctx, const qmm_weights *w, int64_t n,
+                                        const float *x, int64_t ldx, float *y, int64_t ldy);
 
 /* gemv on AVX-512: the legacy, K-quant, codebook and float types (qmm_x86_gemv_avx512_has_type). */
 qmm_status qmm_cpu_x86_matmul_gemv_avx512(qmm_context *ctx, const qmm_weights *w, int64_t n,
