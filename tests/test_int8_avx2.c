@@ -204,23 +204,26 @@ static void model(const qmm_x86_int8_x8 *p, int64_t n, const float *x, int64_t l
             const unsigned char *recs = p->data + (size_t)(i / 8) * (size_t)kc * p->rec_bytes;
             float acc = 0.0f;
             for (int64_t c = 0; c < kc; c++) {
-                const unsigned char *rec = recs + (size_t)c * p->rec_bytes;
+                const unsigned char *rec = recs + (size_t)c * p->rec_bytes, *meta = rec + p->qbytes;
                 int32_t dot[2] = {0, 0}, xs[2] = {0, 0};
                 for (int e = 0; e < 32; e++) {
-                    const int wq = (int)rec[32 * (e / 4) + 4 * r + e % 4] - p->offset;
-                    dot[e / 16] += wq * q[32 * c + e];
+                    const int v = e / 4;
+                    int u = p->qbytes == 256 ? rec[32 * v + 4 * r + e % 4]
+                                             : (rec[32 * (v / 2) + 4 * r + e % 4] >> (4 * (v % 2))) & 0xF;
+                    if (p->has_lut) u = p->lut[u];
+                    dot[e / 16] += (u - p->offset) * q[32 * c + e];
                     xs[e / 16] += q[32 * c + e];
                 }
-                const float d = rd_f32(rec + QMM_X8_REC_D + 4 * r);
+                const float d = rd_f32(meta + QMM_X8_REC_D + 4 * r);
                 int32_t isum = dot[0] + dot[1];
                 if (p->kind == QMM_X8_K16)
-                    isum = rd_i16(rec + QMM_X8_REC_SC0 + 4 * r) * dot[0] + rd_i16(rec + QMM_X8_REC_SC1 + 4 * r) * dot[1];
+                    isum = rd_i16(meta + QMM_X8_REC_SC + 4 * r) * dot[0] + rd_i16(meta + QMM_X8_REC_SC + 4 * r + 2) * dot[1];
                 acc = fmaf((float)isum, d * dx[c], acc);
-                if (p->has_min) acc = fmaf(sx[c], rd_f32(rec + QMM_X8_REC_MN + 4 * r), acc);
+                if (p->has_min) acc = fmaf(sx[c], rd_f32(meta + QMM_X8_REC_MN + 4 * r), acc);
                 if (p->type == QMM_TYPE_Q2_K) {
-                    const int32_t im = rd_i16(rec + QMM_X8_REC_M01 + 4 * r) * xs[0] +
-                                       rd_i16(rec + QMM_X8_REC_M01 + 4 * r + 2) * xs[1];
-                    acc = fmaf((float)im, rd_f32(rec + QMM_X8_REC_NDMIN + 4 * r) * dx[c], acc);
+                    const int32_t im = rd_i16(meta + QMM_X8_REC_M01 + 4 * r) * xs[0] +
+                                       rd_i16(meta + QMM_X8_REC_M01 + 4 * r + 2) * xs[1];
+                    acc = fmaf((float)im, rd_f32(meta + QMM_X8_REC_NDMIN + 4 * r) * dx[c], acc);
                 }
             }
             y[j * ldy + i] = acc;

@@ -34,28 +34,35 @@ typedef enum qmm_x8_kind {
  * The packed weights. W rows are taken in groups of 8 (m padded to m_pad, a multiple of 8,
  * with zero rows); group g's k/32 block records are consecutive, record (g, c) at
  *     data + (g * (k / 32) + c) * rec_bytes.
- * A record holds, for rows 8g..8g+7 and elements 32c..32c+31:
- *   [0, 256)    the quants: vector v (v = 0..7, 32 bytes at 32 v) holds in int32 lane r the
- *               4 bytes u[8g + r][32c + 4v .. 32c + 4v + 3], u = q + offset (unsigned);
- *   [256, 288)  8 floats: the scale of each row's block (d; K-quants with 32-element
- *               sub-blocks d * sc; q2_K, q3_K, q6_K the super-block's d);
- *   types with a min (q4_1, q5_1, q4_K, q5_K): [288, 320) 8 floats mn, the float the
- *               dequantizer adds (m, or -(dmin * mn));
- *   K16 types: [288, 320) lane r = (sc0, sc0) as int16, [320, 352) (sc1, sc1), the integer
- *               scales of the two 16-element sub-blocks; [352, 384) (-offset * sc0,
- *               -offset * sc1); q2_K also [384, 416) (m0, m1) the integer mins and
- *               [416, 448) 8 floats -dmin.
+ * A record holds, for rows 8g..8g+7 and elements 32c..32c+31, first the quants as 8 vectors
+ * v = 0..7 of 32 bytes, vector v holding in int32 lane r the 4 quants of row 8g + r, elements
+ * 32c + 4v .. 32c + 4v + 3:
+ *   bytes (q5_0, q5_1, q5_K, q6_K, q8_0): vector v at 32 v, one byte per quant, u = q + offset;
+ *   nibbles (q4_0, q4_1, q4_K, q2_K, q3_K, iq4_nl, iq4_xs, mxfp4): 4 vectors of 32 bytes,
+ *       byte vector p (at 32 p) holds vector 2p in its low and vector 2p + 1 in its high
+ *       nibbles: u = q + offset, or for the codebook types the 4-bit index i, whose u is
+ *       lut[i] = value[i] + offset;
+ * then, at qbytes (256 or 128):
+ *   +0   8 floats: the scale of each row's block (d; q4_K, q5_K d * sc; iq4_xs d * (ls - 32);
+ *        mxfp4 the E8M0 value; q2_K, q3_K, q6_K the super-block's d);
+ *   +32  types with a min (q4_1, q5_1, q4_K, q5_K): 8 floats mn, the float the dequantizer adds
+ *        (m, or -(dmin * mn)); K16 types: lane r = (sc0, sc1) as int16, the integer scales of
+ *        the two 16-element sub-blocks (q3_K sc - 32, q6_K signed);
+ *   +64  q2_K: lane r = (m0, m1) int16, the integer mins;  +96  q2_K: 8 floats -dmin.
  * w = scale * (u - offset) + mn (K16: (d * sc) * (u - offset), q2_K minus dmin * m) is the
  * type table's to_float with the same float operands (qmm_x86_gemm_int8_avx2_unpack_row).
  */
 typedef struct qmm_x86_int8_x8 {
     unsigned char *data;  /* 64-byte aligned; NULL when not packed */
     size_t rec_bytes;     /* bytes of one (group, block) record */
+    size_t qbytes;        /* quant bytes at the start of a record: 256, or 128 (nibbles) */
     size_t bytes;         /* allocated bytes */
     qmm_type type;
     qmm_x8_kind kind;
     int offset;           /* u - q */
     bool has_min;         /* the record carries mn (min types) */
+    bool has_lut;         /* nibbles are codebook indices: u = lut[i] */
+    uint8_t lut[16];      /* value + offset of each index (has_lut) */
     int64_t m, k, m_pad;
 } qmm_x86_int8_x8;
 

@@ -13,13 +13,12 @@
 #ifndef QMM_CPU_X86_GEMM_INT8_AVX2_LAYOUT_H
 #define QMM_CPU_X86_GEMM_INT8_AVX2_LAYOUT_H
 
-#define QMM_X8_REC_D 256     /* 8 float scales */
-#define QMM_X8_REC_MN 288    /* 8 float mins (min types) */
-#define QMM_X8_REC_SC0 288   /* K16: (sc0, sc0) int16 pairs */
-#define QMM_X8_REC_SC1 320   /* K16: (sc1, sc1) */
-#define QMM_X8_REC_NOFF 352  /* K16: (-offset * sc0, -offset * sc1) */
-#define QMM_X8_REC_M01 384   /* q2_K: (m0, m1) */
-#define QMM_X8_REC_NDMIN 416 /* q2_K: 8 floats -dmin */
+/* Offsets from the end of a record's quants (qmm_x86_int8_x8.qbytes). */
+#define QMM_X8_REC_D 0       /* 8 float scales */
+#define QMM_X8_REC_MN 32     /* 8 float mins (min types) */
+#define QMM_X8_REC_SC 32     /* K16: (sc0, sc1) int16 pairs */
+#define QMM_X8_REC_M01 64    /* q2_K: (m0, m1) */
+#define QMM_X8_REC_NDMIN 96  /* q2_K: 8 floats -dmin */
 
 #define QMM_X8_XREC 192      /* bytes of one X quad record */
 #define QMM_X8_XR_DX 128

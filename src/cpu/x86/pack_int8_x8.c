@@ -4,8 +4,12 @@
  * mins) per row and 32-element block, or for q2_K, q3_K, q6_K the integer scales of the two
  * 16-element sub-blocks next to the super-block's float d.
  *
+ * Quants of at most 4 bits (q4_0, q4_1, q4_K, q2_K, q3_K, and the 4-bit codebook indices of
+ * iq4_nl, iq4_xs, mxfp4) are stored as nibbles, the others as bytes (the layout and the memory
+ * in gemm_int8_avx2.h and docs/KERNELS.md).
  * The 32-element-block types are unpacked by pack_int8.c's qmm_x86_int8_unpack_row (the AMX
- * tiles' formulas: q and the float scale d, min mn with d * q + mn = to_float); q2_K, q3_K and
+ * tiles' formulas: q and the float scale d, min mn with d * q + mn = to_float; the codebook
+ * types' q is the codebook value, mapped back to an index of the same value); q2_K, q3_K and
  * q6_K here, with the dequantizer's bit layout (quants_k.c): element e of a super-block is in
  * sub-block e / 16, and (d * sc) * q (q2_K: minus dmin * m) is to_float with the same float
  * operands. qmm_x86_gemm_int8_avx2_unpack_row rebuilds the floats from the packed record, which
@@ -21,51 +25,65 @@
 #include "cpu/x86/gemm_int8_avx2_layout.h"
 #include "cpu/x86/x86_kernels.h"
 #include "formats/blocks.h"
+#include "formats/codec_fp4.h"
+#include "formats/codec_iq4.h"
 #include "formats/fp16.h"
 
-/* The kind, offset and min flag of a type; false for a type the GEMM does not handle. */
-static bool type_config(qmm_type type, qmm_x8_kind *kind, int *offset, bool *has_min) {
-    *has_min = false;
-    *offset = 0;
+/* How a type is packed; false for a type the GEMM does not handle. */
+typedef struct x8_config {
+    qmm_x8_kind kind;
+    int offset;
+    bool has_min, nibbles;
+    const int8_t *codebook; /* 16 values of the 4-bit index, or NULL */
+} x8_config;
+
+static bool type_config(qmm_type type, x8_config *c) {
+    memset(c, 0, sizeof *c);
     switch (type) {
-    case QMM_TYPE_Q4_0: *kind = QMM_X8_K32_U4; *offset = 8; return true;
-    case QMM_TYPE_Q4_1: *kind = QMM_X8_K32_U4; *has_min = true; return true;
-    case QMM_TYPE_Q4_K: *kind = QMM_X8_K32_U4; *has_min = true; return true;
-    case QMM_TYPE_Q5_0: *kind = QMM_X8_K32_U5; *offset = 16; return true;
-    case QMM_TYPE_Q5_1: *kind = QMM_X8_K32_U5; *has_min = true; return true;
-    case QMM_TYPE_Q5_K: *kind = QMM_X8_K32_U5; *has_min = true; return true;
-    case QMM_TYPE_MXFP4: *kind = QMM_X8_K32_U5; *offset = 12; return true;  /* -12..12 */
-    case QMM_TYPE_Q8_0: *kind = QMM_X8_K32_U8; *offset = 128; return true;
-    case QMM_TYPE_IQ4_NL: *kind = QMM_X8_K32_U8; *offset = 128; return true; /* -127..113 */
-    case QMM_TYPE_IQ4_XS: *kind = QMM_X8_K32_U8; *offset = 128; return true;
-    case QMM_TYPE_Q6_K: *kind = QMM_X8_K16; *offset = 32; return true;
-    case QMM_TYPE_Q3_K: *kind = QMM_X8_K16; *offset = 4; return true;
-    case QMM_TYPE_Q2_K: *kind = QMM_X8_K16; return true;
+    case QMM_TYPE_Q4_0: c->kind = QMM_X8_K32_U4; c->offset = 8; c->nibbles = true; return true;
+    case QMM_TYPE_Q4_1:
+    case QMM_TYPE_Q4_K: c->kind = QMM_X8_K32_U4; c->has_min = c->nibbles = true; return true;
+    case QMM_TYPE_Q5_0: c->kind = QMM_X8_K32_U5; c->offset = 16; return true;
+    case QMM_TYPE_Q5_1:
+    case QMM_TYPE_Q5_K: c->kind = QMM_X8_K32_U5; c->has_min = true; return true;
+    case QMM_TYPE_Q8_0: c->kind = QMM_X8_K32_U8; c->offset = 128; return true;
+    case QMM_TYPE_MXFP4: /* values -12..12: u = value + 12 in 0..24 */
+        c->kind = QMM_X8_K32_U5; c->offset = 12; c->nibbles = true;
+        c->codebook = qmm_kvalues_e2m1;
+        return true;
+    case QMM_TYPE_IQ4_NL: /* values -127..113 */
+    case QMM_TYPE_IQ4_XS:
+        c->kind = QMM_X8_K32_U8; c->offset = 128; c->nibbles = true;
+        c->codebook = qmm_iq4_values;
+        return true;
+    case QMM_TYPE_Q6_K: c->kind = QMM_X8_K16; c->offset = 32; return true;
+    case QMM_TYPE_Q3_K: c->kind = QMM_X8_K16; c->offset = 4; c->nibbles = true; return true;
+    case QMM_TYPE_Q2_K: c->kind = QMM_X8_K16; c->nibbles = true; return true;
     default: return false;
     }
 }
 
 bool qmm_x86_gemm_int8_avx2_has_type(qmm_type type) {
-    qmm_x8_kind kind;
-    int offset;
-    bool has_min;
-    return type_config(type, &kind, &offset, &has_min);
+    x8_config c;
+    return type_config(type, &c);
 }
 
-static size_t rec_bytes_of(qmm_type type, qmm_x8_kind kind, bool has_min) {
-    if (kind == QMM_X8_K16) return type == QMM_TYPE_Q2_K ? 448 : 384;
-    return has_min ? 320 : 288;
+static size_t qbytes_of(const x8_config *c) { return c->nibbles ? 128 : 256; }
+
+static size_t rec_bytes_of(qmm_type type, const x8_config *c) {
+    size_t b = qbytes_of(c) + 32; /* quants, d */
+    if (c->has_min || c->kind == QMM_X8_K16) b += 32; /* mn or (sc0, sc1) */
+    if (type == QMM_TYPE_Q2_K) b += 64;                /* (m0, m1), -dmin */
+    return b;
 }
 
 size_t qmm_x86_gemm_int8_avx2_packed_bytes(qmm_type type, int64_t m, int64_t k) {
-    qmm_x8_kind kind;
-    int offset;
-    bool has_min;
-    if (!type_config(type, &kind, &offset, &has_min) || m < 1 || k < 32 || k % 32 != 0) return 0;
+    x8_config c;
+    if (!type_config(type, &c) || m < 1 || k < 32 || k % 32 != 0) return 0;
     const int64_t groups = (m + QMM_X8_ROWS - 1) / QMM_X8_ROWS;
     size_t recs, bytes;
     if (!qmm_mul_size((size_t)groups, (size_t)(k / 32), &recs) ||
-        !qmm_mul_size(recs, rec_bytes_of(type, kind, has_min), &bytes))
+        !qmm_mul_size(recs, rec_bytes_of(type, &c), &bytes))
         return 0;
     return bytes;
 }
@@ -127,16 +145,20 @@ static void unpack_k16(qmm_type type, const unsigned char *row, int64_t k, uint8
     }
 }
 
-static void put_f32(unsigned char *rec, int at, int r, float v) { memcpy(rec + at + 4 * r, &v, 4); }
+static void put_f32(unsigned char *at, int r, float v) { memcpy(at + 4 * r, &v, 4); }
 
-static void put_pair(unsigned char *rec, int at, int r, int a, int b) {
+static void put_pair(unsigned char *at, int r, int a, int b) {
     const int16_t p[2] = {(int16_t)a, (int16_t)b};
-    memcpy(rec + at + 4 * r, p, 4);
+    memcpy(at + 4 * r, p, 4);
 }
 
-/* Lane r of every record of group g from one row's unpacked values. */
-static void put_quants(unsigned char *rec, int r, const uint8_t *u32) {
-    for (int v = 0; v < 8; v++) memcpy(rec + 32 * v + 4 * r, u32 + 4 * v, 4);
+/* Lane r of a record's quant vectors from the 32 u (or indices) of one row's block. */
+static void put_quants(const qmm_x86_int8_x8 *w, unsigned char *rec, int r, const uint8_t *u32) {
+    for (int v = 0; v < 8; v++)
+        for (int e = 0; e < 4; e++) {
+            if (w->qbytes == 256) rec[32 * v + 4 * r + e] = u32[4 * v + e];
+            else rec[32 * (v / 2) + 4 * r + e] |= (uint8_t)(u32[4 * v + e] << (4 * (v % 2)));
+        }
 }
 
 /* Per-thread buffers for one row. */
@@ -170,35 +192,41 @@ static void row_buf_free(row_buf *b) {
     free(b->mins);
 }
 
+/* The index of a codebook value (the first of equal values: mxfp4's 0 and -0 are both 0). */
+static uint8_t codebook_index(const int8_t *cb, int8_t v) {
+    for (int i = 0; i < 16; i++)
+        if (cb[i] == v) return (uint8_t)i;
+    return 0; /* not reached: q came from the same codebook */
+}
+
 /* Pack W row i (< m) into lane i % 8 of its group's records. */
-static void pack_row(const qmm_x86_int8_x8 *w, const unsigned char *row, int64_t i, row_buf *b) {
+static void pack_row(const qmm_x86_int8_x8 *w, const int8_t *codebook, const unsigned char *row,
+                     int64_t i, row_buf *b) {
     const int64_t k = w->k, kc = k / 32, g = i / QMM_X8_ROWS;
     const int r = (int)(i % QMM_X8_ROWS);
     unsigned char *recs = w->data + (size_t)g * (size_t)kc * w->rec_bytes;
     if (w->kind == QMM_X8_K16) {
         unpack_k16(w->type, row, k, b->u, b->sc, b->mins, b->dsup, b->dmin);
         for (int64_t c = 0; c < kc; c++) {
-            unsigned char *rec = recs + (size_t)c * w->rec_bytes;
-            const int sc0 = b->sc[2 * c], sc1 = b->sc[2 * c + 1];
-            put_quants(rec, r, b->u + 32 * c);
-            put_f32(rec, QMM_X8_REC_D, r, b->dsup[c / 8]);
-            put_pair(rec, QMM_X8_REC_SC0, r, sc0, sc0);
-            put_pair(rec, QMM_X8_REC_SC1, r, sc1, sc1);
-            put_pair(rec, QMM_X8_REC_NOFF, r, -w->offset * sc0, -w->offset * sc1);
+            unsigned char *rec = recs + (size_t)c * w->rec_bytes, *meta = rec + w->qbytes;
+            put_quants(w, rec, r, b->u + 32 * c);
+            put_f32(meta + QMM_X8_REC_D, r, b->dsup[c / 8]);
+            put_pair(meta + QMM_X8_REC_SC, r, b->sc[2 * c], b->sc[2 * c + 1]);
             if (w->type == QMM_TYPE_Q2_K) {
-                put_pair(rec, QMM_X8_REC_M01, r, b->mins[2 * c], b->mins[2 * c + 1]);
-                put_f32(rec, QMM_X8_REC_NDMIN, r, -b->dmin[c / 8]);
+                put_pair(meta + QMM_X8_REC_M01, r, b->mins[2 * c], b->mins[2 * c + 1]);
+                put_f32(meta + QMM_X8_REC_NDMIN, r, -b->dmin[c / 8]);
             }
         }
         return;
     }
     qmm_x86_int8_unpack_row(w->type, row, k, b->q, b->d, b->mn);
-    for (int64_t e = 0; e < k; e++) b->u[e] = (uint8_t)(b->q[e] + w->offset);
+    for (int64_t e = 0; e < k; e++)
+        b->u[e] = codebook != NULL ? codebook_index(codebook, b->q[e]) : (uint8_t)(b->q[e] + w->offset);
     for (int64_t c = 0; c < kc; c++) {
-        unsigned char *rec = recs + (size_t)c * w->rec_bytes;
-        put_quants(rec, r, b->u + 32 * c);
-        put_f32(rec, QMM_X8_REC_D, r, b->d[c]);
-        if (w->has_min) put_f32(rec, QMM_X8_REC_MN, r, b->mn[c]);
+        unsigned char *rec = recs + (size_t)c * w->rec_bytes, *meta = rec + w->qbytes;
+        put_quants(w, rec, r, b->u + 32 * c);
+        put_f32(meta + QMM_X8_REC_D, r, b->d[c]);
+        if (w->has_min) put_f32(meta + QMM_X8_REC_MN, r, b->mn[c]);
     }
 }
 
@@ -206,8 +234,14 @@ qmm_status qmm_x86_gemm_int8_avx2_pack(qmm_type type, int64_t m, int64_t k, cons
                                        size_t row_stride, int n_threads, qmm_x86_int8_x8 *out) {
     qmm_x86_int8_x8 w;
     memset(&w, 0, sizeof w);
-    if (!type_config(type, &w.kind, &w.offset, &w.has_min))
+    x8_config cfg;
+    if (!type_config(type, &cfg))
         return qmm_error(QMM_ERR_INTERNAL, "int8_avx2 packing: type %d is not handled", (int)type);
+    w.kind = cfg.kind;
+    w.offset = cfg.offset;
+    w.has_min = cfg.has_min;
+    w.has_lut = cfg.codebook != NULL;
+    for (int i = 0; i < 16 && w.has_lut; i++) w.lut[i] = (uint8_t)(cfg.codebook[i] + cfg.offset);
     const int64_t bs = w.kind == QMM_X8_K16 || type == QMM_TYPE_Q4_K || type == QMM_TYPE_Q5_K ||
                                type == QMM_TYPE_IQ4_XS ? QK_K : 32;
     if (k < bs || k % bs != 0)
@@ -221,7 +255,8 @@ qmm_status qmm_x86_gemm_int8_avx2_pack(qmm_type type, int64_t m, int64_t k, cons
     w.m = m;
     w.k = k;
     w.m_pad = (m + QMM_X8_ROWS - 1) / QMM_X8_ROWS * QMM_X8_ROWS;
-    w.rec_bytes = rec_bytes_of(type, w.kind, w.has_min);
+    w.qbytes = qbytes_of(&cfg);
+    w.rec_bytes = rec_bytes_of(type, &cfg);
     w.bytes = bytes;
     w.data = aligned_alloc(64, (bytes + 63) / 64 * 64);
     if (w.data == NULL)
@@ -238,7 +273,7 @@ qmm_status qmm_x86_gemm_int8_avx2_pack(qmm_type type, int64_t m, int64_t k, cons
 #pragma omp for schedule(static)
         for (int64_t i = 0; i < m; i++) {
             if (failed) continue;
-            pack_row(&w, (const unsigned char *)rows + (size_t)i * row_stride, i, &b);
+            pack_row(&w, cfg.codebook, (const unsigned char *)rows + (size_t)i * row_stride, i, &b);
         }
         row_buf_free(&b);
     }
@@ -256,16 +291,24 @@ void qmm_x86_gemm_int8_avx2_free(qmm_x86_int8_x8 *w) {
     memset(w, 0, sizeof *w);
 }
 
-static float get_f32(const unsigned char *rec, int at, int r) {
+static float get_f32(const unsigned char *at, int r) {
     float v;
-    memcpy(&v, rec + at + 4 * r, 4);
+    memcpy(&v, at + 4 * r, 4);
     return v;
 }
 
-static int get_half(const unsigned char *rec, int at, int r, int which) {
+static int get_half(const unsigned char *at, int r, int which) {
     int16_t p[2];
-    memcpy(p, rec + at + 4 * r, 4);
+    memcpy(p, at + 4 * r, 4);
     return p[which];
+}
+
+/* u of element e (0..31) of lane r of a record (through the codebook for the index types). */
+static int get_u(const qmm_x86_int8_x8 *w, const unsigned char *rec, int r, int e) {
+    const int v = e / 4;
+    int u = w->qbytes == 256 ? rec[32 * v + 4 * r + e % 4]
+                             : (rec[32 * (v / 2) + 4 * r + e % 4] >> (4 * (v % 2))) & 0xF;
+    return w->has_lut ? w->lut[u] : u;
 }
 
 void qmm_x86_gemm_int8_avx2_unpack_row(const qmm_x86_int8_x8 *w, int64_t i, float *out) {
@@ -273,21 +316,19 @@ void qmm_x86_gemm_int8_avx2_unpack_row(const qmm_x86_int8_x8 *w, int64_t i, floa
     const int r = (int)(i % QMM_X8_ROWS);
     const unsigned char *recs = w->data + (size_t)g * (size_t)kc * w->rec_bytes;
     for (int64_t c = 0; c < kc; c++) {
-        const unsigned char *rec = recs + (size_t)c * w->rec_bytes;
-        const float d = get_f32(rec, QMM_X8_REC_D, r);
+        const unsigned char *rec = recs + (size_t)c * w->rec_bytes, *meta = rec + w->qbytes;
+        const float d = get_f32(meta + QMM_X8_REC_D, r);
         for (int e = 0; e < 32; e++) {
-            const int q = (int)rec[32 * (e / 4) + 4 * r + e % 4] - w->offset;
+            const int q = get_u(w, rec, r, e) - w->offset;
             float v;
             if (w->kind == QMM_X8_K16) {
-                const int sc = get_half(rec, e < 16 ? QMM_X8_REC_SC0 : QMM_X8_REC_SC1, r, 0);
-                v = (d * (float)sc) * (float)q;
-                if (w->type == QMM_TYPE_Q2_K) {
-                    const float dmin = -get_f32(rec, QMM_X8_REC_NDMIN, r);
-                    v = v - dmin * (float)get_half(rec, QMM_X8_REC_M01, r, e < 16 ? 0 : 1);
-                }
+                v = (d * (float)get_half(meta + QMM_X8_REC_SC, r, e / 16)) * (float)q;
+                if (w->type == QMM_TYPE_Q2_K)
+                    v = v - (-get_f32(meta + QMM_X8_REC_NDMIN, r)) *
+                                (float)get_half(meta + QMM_X8_REC_M01, r, e / 16);
             } else {
                 v = d * (float)q;
-                if (w->has_min) v = v + get_f32(rec, QMM_X8_REC_MN, r);
+                if (w->has_min) v = v + get_f32(meta + QMM_X8_REC_MN, r);
             }
             out[32 * c + e] = v;
         }
