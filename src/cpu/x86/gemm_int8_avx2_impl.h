@@ -14,23 +14,26 @@
  *     min types:  acc[j] = fma(s_j, mn_w, acc[j])
  *     q2_K:       acc[j] = fma((float)(m0 * sum0_j + m1 * sum1_j), -dmin * dx_j, acc[j]).
  *
- * The integer dot of a 32-element block, per X row j and W row r, from the record's 8 quant
- * vectors wv[v] (int32 lane r = u[r][4v..4v+3]) and the broadcast int32 xb[j][v] = q_x[j][4v..4v+3]:
+ * The W quant vectors wv[v] (int32 lane r = u[r][4v..4v+3]) come from the record as bytes or,
+ * for nibble records, as the low and high nibbles of byte vector v / 2 (vpand, vpsrlw + vpand;
+ * the codebook types then look the index up in a 16-byte table with vpshufb). The integer dot
+ * of a 32-element block, per X row j and W row r, with xb[j][v] = q_x[j][4v..4v+3] broadcast:
  *   VNNI:    ia = -offset * sum(q_x) + sum_v vpdpbusd(wv[v], xb[j][v])   (u8 x s8, no saturation)
  *   AVX2, 4-bit u (0..15): a16 = sum over the 8 v of vpmaddubsw(wv[v], xb) in int16 (each term
  *            at most 2 * 15 * 127 = 3810 in magnitude: 8 of them 30480 < 32768), then
  *            ia = -offset * sum(q_x) + vpmaddwd(a16, 1);
- *   AVX2, 5-bit u (0..31): the same in two halves of 4 v (4 * 7874 = 31496);
- *   AVX2, 8-bit (q8_0 and the 8-bit codebooks, u = q + 128): the signed q = u ^ 0x80 with the
- *            sign trick, vpmaddubsw(|q|, sign(xb, q)) per v (|q| <= 128 and |x| <= 127: at most
- *            2 * 128 * 127 = 32512, so q = -128 is exact; CASES C), vpmaddwd by 1, summed in
- *            int32 (no offset: these are the signed values).
+ *   AVX2, 5-bit u (0..31, and mxfp4's 0..24): the same in two halves of 4 v (4 * 7874 = 31496);
+ *   AVX2, 8-bit (q8_0, iq4_nl, iq4_xs: u = q + 128): the signed q = u ^ 0x80 (the codebook types:
+ *            the table of signed values) with the sign trick, vpmaddubsw(|q|, sign(xb, q)) per v
+ *            (|q| <= 128 and |x| <= 127: at most 2 * 128 * 127 = 32512, so q = -128 is exact;
+ *            CASES C), vpmaddwd by 1, summed in int32 (no offset: these are the signed values).
  * 16-element sub-blocks (q2_K, q3_K, q6_K): vpmaddubsw sums of 2 (q6_K, u <= 63: 2 * 16002) or
  * 4 (q2_K, q3_K) vectors in int16, multiplied by the sub-block's integer scale and added into
  * int32 by vpmaddwd (VNNI: vpdpwssd), starting from -offset * (sc0 * sum0 + sc1 * sum1) (one
- * vpmaddwd of the (-offset sc0, -offset sc1) pairs with the X sub-block sums (sum0, sum1)).
- * Every int32 stays below 2^26 in magnitude (q6_K: 2 * 16 * 32 * 127 * 128 + the offset
- * term), and the true block sum (the dot of the signed quants) below 2^24, so (float)ia is exact.
+ * vpmaddwd of the (-offset sc0, -offset sc1) pairs, made from (sc0, sc1) by a shift, with the X
+ * sub-block sums (sum0, sum1)). Every int32 stays below 2^26 in magnitude (q6_K: 2 * 16 * 63 *
+ * 127 * 128 plus the offset term), and the true block sum (the dot of the signed quants) below
+ * 2^24, so (float)ia is exact.
  */
 #ifndef QMM_X8_VNNI
 #error "define QMM_X8_VNNI (0 or 1) before including gemm_int8_avx2_impl.h"
@@ -86,15 +89,21 @@ X8_INLINE void dot32(const unsigned char *wr, const unsigned char *xr, const qmm
                      const bool nib, const bool lut, __m256i tbl, __m256i ia[4]) {
 #if QMM_X8_VNNI
     (void)kind;
-    for (int j = 0; j < 4; j++) ia[j] = x8_bcast_i(xr + QMM_X8_XR_OFF + 4 * j);
+    /* two vpdpbusd chains per X row (even and odd v), 4 deep instead of 8 */
+    __m256i ib[4];
+    for (int j = 0; j < 4; j++) {
+        ia[j] = x8_bcast_i(xr + QMM_X8_XR_OFF + 4 * j);
+        ib[j] = _mm256_setzero_si256();
+    }
     for (int p = 0; p < 4; p++) {
         __m256i w[2];
         wpair(wr, p, nib, lut, tbl, w);
         for (int j = 0; j < 4; j++) {
             ia[j] = _mm256_dpbusd_avx_epi32(ia[j], w[0], XB(j, 2 * p));
-            ia[j] = _mm256_dpbusd_avx_epi32(ia[j], w[1], XB(j, 2 * p + 1));
+            ib[j] = _mm256_dpbusd_avx_epi32(ib[j], w[1], XB(j, 2 * p + 1));
         }
     }
+    for (int j = 0; j < 4; j++) ia[j] = _mm256_add_epi32(ia[j], ib[j]);
 #else
     const __m256i ones = _mm256_set1_epi16(1);
     if (kind == QMM_X8_K32_U8) {
