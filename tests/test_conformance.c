@@ -14,7 +14,7 @@
  * Generated from the tables, never from lists in this file:
  *   backends   CPU at every ISA level of cpu_features.h (QMM_CPU_ISA; a level the machine
  *              lacks must be refused and is reported as skipped; on a CPU with AVX-VNNI also
- *              avx2 without it, "cpu:avx2-novnni", QMM_CPU_AVXVNNI=off), and CUDA when the library
+ *              avx2 without it, "cpu:avx2-novnni", QMM_CPU_AVX_VNNI=off), and CUDA when the library
  *              has it and a device is usable (otherwise one skip line; the CPU part still runs);
  *   types      every id 0..QMM_TYPE_COUNT-1 with qmm_type_is_supported && qmm_type_is_weight;
  *              weights from qmm_quantize_rows where qmm_type_has_quantizer, otherwise random
@@ -1871,17 +1871,17 @@ static bool selected(const char *var, const char *name) {
     return false;
 }
 
-/* A context at CPU level `isa` (NULL: the default); `vnni`: QMM_CPU_AVXVNNI or NULL. */
+/* A context at CPU level `isa` (NULL: the default); `vnni`: QMM_CPU_AVX_VNNI or NULL. */
 static qmm_status make_ctx(qmm_backend kind, const char *isa, const char *vnni, unsigned flags,
                            qmm_context **out) {
     if (isa) setenv("QMM_CPU_ISA", isa, 1);
-    if (vnni) setenv("QMM_CPU_AVXVNNI", vnni, 1);
+    if (vnni) setenv("QMM_CPU_AVX_VNNI", vnni, 1);
     qmm_context_params prm = qmm_context_default_params();
     prm.backend = kind;
     prm.flags = flags;
     const qmm_status st = qmm_context_create(&prm, out);
     if (isa) unsetenv("QMM_CPU_ISA");
-    if (vnni) unsetenv("QMM_CPU_AVXVNNI");
+    if (vnni) unsetenv("QMM_CPU_AVX_VNNI");
     return st;
 }
 
@@ -1897,7 +1897,7 @@ static bool add_backend(backend *be, qmm_backend kind, const char *isa, const ch
 
 /* 0: at least one backend; 1: none selected is usable here; -1: a context failed. The CPU
  * levels, and at avx2 on a CPU with AVX-VNNI a second backend "cpu:avx2-novnni"
- * (QMM_CPU_AVXVNNI=off: the vpmaddubsw int8 kernels an AVX2-only CPU runs). */
+ * (QMM_CPU_AVX_VNNI=off: the vpmaddubsw int8 kernels an AVX2-only CPU runs). */
 static int setup_backends(void) {
     for (int lv = QMM_CPU_ISA_GENERIC; lv <= QMM_CPU_ISA_COUNT; lv++) {
         /* lv == QMM_CPU_ISA_COUNT: avx2 without AVX-VNNI */

@@ -16,7 +16,7 @@
  * the largest n where gemv beat fused.
  *
  * The avx2 rows were measured on the same Sapphire Rapids VM forced to level avx2 with AVX-VNNI
- * off (QMM_CPU_ISA=avx2 QMM_CPU_AVXVNNI=off: the vpmaddubsw int8 kernels of an AVX2-only CPU;
+ * off (QMM_CPU_ISA=avx2 QMM_CPU_AVX_VNNI=off: the vpmaddubsw int8 kernels of an AVX2-only CPU;
  * AVX-VNNI only makes int8 faster), not on an AVX2-only machine, 2 threads, while the machine
  * was loaded by other jobs (load average 7-17): `qmm bench` medians were multiples of the
  * scheduler tick, so the best of 9-15 interleaved calls (dev/int8_ab.c, W rotated over 2-8

@@ -57,9 +57,10 @@ static const qmm_cpu_impl *find_impl(const qmm_context *ctx, qmm_type type, qmm_
         const qmm_cpu_impl *im = &cpu_impls[i];
         if (im->strategy != s) continue;
         if (ctx_isa(ctx) < im->min_isa) {
-            *why = s == QMM_STRATEGY_INT8
-                       ? "the context's ISA level is below avx2 (there is no portable int8 kernel)"
-                       : "the context's ISA level is below what its kernels need";
+            *why = s != QMM_STRATEGY_INT8 ? "the context's ISA level is below what its kernels need"
+                   : im->min_isa == QMM_CPU_ISA_AMX
+                       ? "the context's ISA level is below amx (int8 needs AMX-INT8)"
+                       : "the context's ISA level is below avx2 (int8 needs AVX2)";
             continue;
         }
         if (im->has_type != NULL && !im->has_type(type)) {

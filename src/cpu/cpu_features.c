@@ -202,13 +202,13 @@ qmm_status qmm_cpu_isa_select(qmm_cpu_isa *out) {
 }
 
 qmm_status qmm_cpu_avx_vnni_select(qmm_cpu_isa isa, bool *out) {
-    const char *env = getenv("QMM_CPU_AVXVNNI");
+    const char *env = getenv("QMM_CPU_AVX_VNNI");
     bool allowed = true;
     if (env != NULL && env[0] != '\0') {
         if (strcmp(env, "off") == 0 || strcmp(env, "0") == 0) allowed = false;
         else if (strcmp(env, "auto") != 0)
             return qmm_error(QMM_ERR_INVALID_ARGUMENT,
-                             "QMM_CPU_AVXVNNI=\"%s\" is not one of off, 0, auto", env);
+                             "QMM_CPU_AVX_VNNI=\"%s\" is not one of off, 0, auto", env);
     }
     const qmm_cpu_features *f = qmm_cpu_features_get();
     *out = allowed && isa >= QMM_CPU_ISA_AVX2 && f->avx_vnni && f->os_ymm;

@@ -69,7 +69,7 @@ qmm_status qmm_cpu_isa_select(qmm_cpu_isa *out);
 
 /**
  * Whether a new CPU context at level `isa` may run the AVX-VNNI kernels (int8 on ymm): the
- * level is avx2 or above, the CPU has AVX-VNNI, and the environment variable QMM_CPU_AVXVNNI
+ * level is avx2 or above, the CPU has AVX-VNNI, and the environment variable QMM_CPU_AVX_VNNI
  * is not "off" (nor "0"); "off" makes an AVX-VNNI machine run the AVX2 kernels that AVX2-only
  * CPUs run (for tests and measurements). Errors: QMM_ERR_INVALID_ARGUMENT for a value other
  * than "off", "0", "auto" or empty. `out` is set only on success.

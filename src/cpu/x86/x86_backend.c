@@ -63,12 +63,28 @@ static qmm_status ensure_int8_tiles(const qmm_context *ctx, const qmm_weights *w
     return QMM_OK;
 }
 
+static qmm_status ensure_int8_x8(const qmm_context *ctx, const qmm_weights *w,
+                                 const qmm_x86_weights **out) {
+    qmm_x86_weights *xw = NULL;
+    qmm_status s = x86_record(w, &xw);
+    if (s != QMM_OK) return s;
+    if (xw->x8.data == NULL) {
+        const qmm_cpu_weights *cw = w->backend;
+        s = qmm_x86_gemm_int8_avx2_pack(w->type, w->m, w->k, cw->data, cw->stride,
+                                        ((const qmm_cpu_state *)ctx->backend)->n_threads, &xw->x8);
+        if (s != QMM_OK) return s;
+    }
+    *out = xw;
+    return QMM_OK;
+}
+
 void qmm_cpu_x86_weights_release(qmm_weights *w) {
     qmm_cpu_weights *cw = w->backend;
     if (cw == NULL || cw->x86 == NULL) return;
     qmm_x86_weights *xw = cw->x86;
     qmm_x86_bf16_tiles_free(&xw->bf16);
     qmm_x86_int8_tiles_free(&xw->int8);
+    qmm_x86_gemm_int8_avx2_free(&xw->x8);
     free(xw->otf_row_scale);
     free(xw);
     cw->x86 = NULL;
@@ -225,29 +241,31 @@ qmm_status qmm_cpu_x86_matmul_int8_amx(qmm_context *ctx, const qmm_weights *w, i
 }
 
 /* ---------------------------------------------------------------------------------------
- * int8 below AMX (levels avx2 and avx512): the int8 gemv on the native blocks, on ymm
- * (gemv_int8_avx2.c, or gemv_int8_avxvnni.c where the CPU has AVX-VNNI) or on zmm at level
- * avx512 (gemv_int8_avx512.c); all three give the same bits.
+ * int8 below AMX (levels avx2 and avx512): the int8 gemv on the native blocks for decode
+ * sizes, on ymm (gemv_int8_avx2.c, or gemv_int8_avxvnni.c where the CPU has AVX-VNNI) or on
+ * zmm at level avx512 (gemv_int8_avx512.c; all three give the same bits), and the AVX2 int8
+ * GEMM (gemm_int8_avx2.h) on its 8-row interleaved copy of W for prefill sizes.
  * ------------------------------------------------------------------------------------- */
+
+/* The smallest n at which int8 below AMX runs the GEMM (types it has; the gemv below). */
+#define QMM_INT8_AVX2_GEMM_MIN_N 8
 
 /*
  * THE dispatch point of the int8 strategy at levels avx2 and avx512: true when this call runs
- * the int8 gemv on the native blocks, false when it would run an int8 GEMM. There is no GEMM
- * below AMX yet, so the gemv runs for every n (batch-invariant: its row j does not depend on
- * n). An int8 GEMM on repacked weights plugs in here for large n, as int8_uses_gemv does for
- * AMX: gemv up to a measured n per type, and with QMM_FLAG_BATCH_INVARIANT one kernel for every
- * n (the two round differently).
+ * the int8 gemv on the native blocks, false when it runs the int8 GEMM. The two round
+ * differently, so with QMM_FLAG_BATCH_INVARIANT a type the GEMM has runs the GEMM at every n.
  */
 static bool int8_avx2_uses_gemv(const qmm_context *ctx, qmm_type type, int64_t n) {
-    (void)ctx;
-    (void)type;
-    (void)n;
+    if (!qmm_x86_gemm_int8_avx2_has_type(type)) return true;
+    if (ctx->params.flags & QMM_FLAG_BATCH_INVARIANT) return false;
+    return n < QMM_INT8_AVX2_GEMM_MIN_N;
+}
     return true;
 }
 
 const char *qmm_cpu_x86_int8_avx2_kernel(const qmm_context *ctx, qmm_type type, int64_t n) {
     const qmm_cpu_state *st = ctx->backend;
-    if (!int8_avx2_uses_gemv(ctx, type, n)) return "int8_avx2_gemm";
+    if (!int8_avx2_uses_gemv(ctx, type, n)) return st->avx_vnni ? "int8_avx2_gemm_vnni" : "int8_avx2_gemm";
     if (st->isa >= QMM_CPU_ISA_AVX512) return "int8_vnni_gemv";
     return st->avx_vnni ? "int8_avxvnni_gemv" : "int8_avx2_gemv";
 }
@@ -263,8 +281,17 @@ qmm_status qmm_cpu_x86_matmul_int8_avx2(qmm_context *ctx, const qmm_weights *w, 
     if (nonfinite)
         return zmm ? qmm_cpu_x86_matmul_gemv_avx512(ctx, w, n, x, ldx, y, ldy)
                    : qmm_cpu_x86_matmul_gemv_avx2(ctx, w, n, x, ldx, y, ldy);
-    if (!int8_avx2_uses_gemv(ctx, w->type, n)) /* the int8 GEMM's place (above) */
-        return qmm_error(QMM_ERR_INTERNAL, "int8: no GEMM kernel below amx");
+    if (!int8_avx2_uses_gemv(ctx, w->type, n)) {
+        const qmm_x86_weights *xw;
+        s = ensure_int8_x8(ctx, w, &xw);
+        if (s != QMM_OK) return s;
+        s = qmm_cpu_scratch_grow(&st->shared,
+                                 qmm_x86_gemm_int8_avx2_scratch(&xw->x8, n, st->n_threads));
+        if (s != QMM_OK) return s;
+        qmm_x86_gemm_int8_avx2(&xw->x8, n, x, ldx, y, ldy, st->shared.ptr, st->n_threads,
+                               st->avx_vnni);
+        return QMM_OK;
+    }
     const qmm_cpu_weights *cw = w->backend;
     s = qmm_cpu_scratch_grow(&st->shared, zmm ? qmm_x86_gemv_int8_avx512_scratch(n, w->k)
                                               : qmm_x86_gemv_int8_avx2_scratch(n, w->k));

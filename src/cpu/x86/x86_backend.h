@@ -9,6 +9,7 @@
 #include <stdbool.h>
 
 #include "cpu/cpu_internal.h"
+#include "cpu/x86/gemm_int8_avx2.h"
 #include "cpu/x86/x86_kernels.h"
 
 /* The x86 forms of one CPU weights object (qmm_cpu_weights.x86). */
@@ -16,6 +17,7 @@ typedef struct qmm_x86_weights {
     qmm_x86_bf16_tiles bf16; /* AMX B-tiles; data == NULL when not packed */
     qmm_x86_int8_tiles int8; /* AMX-INT8 B-tiles (32-block types); q == NULL when not packed */
     float *otf_row_scale;    /* bf16 row scales for the on-the-fly AMX kernel (m_pad) or NULL */
+    qmm_x86_int8_x8 x8;      /* the AVX2 int8 GEMM's 8-row interleaved copy; data == NULL when not packed */
     /* Whether some dequantized W element is Inf or NaN (checked on the first int8 call):
      * -1 not checked yet, 0 no, 1 yes. The int8 kernels scale integer dots by d_w * d_x and
      * cannot form such an element (e.g. mxfp4's E8M0 0xFE times 4 overflows to Inf in the
