@@ -63,32 +63,34 @@
 
 #define INL static inline __attribute__((always_inline))
 
-/* All-ones in lanes < count (0 < count < 8). */
+/* All-ones in lanes < count (0 <= count <= 8). */
 INL __m256i lane_mask(int64_t count) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)count),
                               _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
 /* Chain group g of the block over a panel of len elements: a[j][r] = the 8 chains
- * 8g .. 8g + 7 of (X row j, W row r). */
+ * 8g .. 8g + 7 of (X row j, W row r). W rows are plain (element p at w + p); the X rows are
+ * packed (x_pack: chain group g's steps contiguous from x + g * xg). */
 INL void pass(int MR, int NR, int g, int64_t len, const float *w, int64_t ldw, const float *x,
-              int64_t ldx, __m256 a[NR_MAX][MR_MAX]) {
+              int64_t ldx, int64_t xg, __m256 a[NR_MAX][MR_MAX]) {
     for (int j = 0; j < NR; j++)
         for (int r = 0; r < MR; r++) a[j][r] = _mm256_setzero_ps();
+    const float *xs = x + g * xg;
     int64_t p = 8 * g;
-    for (; p + 8 <= len; p += 32) {
+    for (; p + 8 <= len; p += 32, xs += 8) {
         __m256 xv[NR_MAX];
-        for (int j = 0; j < NR; j++) xv[j] = _mm256_loadu_ps(x + j * ldx + p);
+        for (int j = 0; j < NR; j++) xv[j] = _mm256_load_ps(xs + j * ldx);
         for (int r = 0; r < MR; r++) {
             const __m256 wv = _mm256_loadu_ps(w + r * ldw + p);
             for (int j = 0; j < NR; j++) a[j][r] = _mm256_fmadd_ps(wv, xv[j], a[j][r]);
         }
     }
-    if (p < len) { /* the last 1..7 elements of the panel */
+    if (p < len) { /* the last 1..7 elements of the panel (packed X is zero after them) */
         const __m256i mi = lane_mask(len - p);
         const __m256 m = _mm256_castsi256_ps(mi);
         __m256 xv[NR_MAX];
-        for (int j = 0; j < NR; j++) xv[j] = _mm256_maskload_ps(x + j * ldx + p, mi);
+        for (int j = 0; j < NR; j++) xv[j] = _mm256_load_ps(xs + j * ldx);
         for (int r = 0; r < MR; r++) {
             const __m256 wv = _mm256_maskload_ps(w + r * ldw + p, mi);
             for (int j = 0; j < NR; j++)
@@ -128,12 +130,13 @@ INL void block(int MR, int NR, int64_t len, const float *w, int64_t ldw, const f
                int64_t ldx, double *d, int64_t ldd, int first, int last, float *y,
                int64_t ldy) {
     __m256 lo[NR_MAX][MR_MAX], hi[NR_MAX][MR_MAX], t[NR_MAX][MR_MAX];
-    pass(MR, NR, 0, len, w, ldw, x, ldx, lo);
-    pass(MR, NR, 2, len, w, ldw, x, ldx, t);
+    const int64_t xg = (len + 31) / 32 * 8; /* packed X: floats per chain group */
+    pass(MR, NR, 0, len, w, ldw, x, ldx, xg, lo);
+    pass(MR, NR, 2, len, w, ldw, x, ldx, xg, t);
     for (int j = 0; j < NR; j++)
         for (int r = 0; r < MR; r++) lo[j][r] = _mm256_add_ps(lo[j][r], t[j][r]);
-    pass(MR, NR, 1, len, w, ldw, x, ldx, hi);
-    pass(MR, NR, 3, len, w, ldw, x, ldx, t);
+    pass(MR, NR, 1, len, w, ldw, x, ldx, xg, hi);
+    pass(MR, NR, 3, len, w, ldw, x, ldx, xg, t);
     for (int j = 0; j < NR; j++)
         for (int r = 0; r < MR; r++) {
             hi[j][r] = _mm256_add_ps(hi[j][r], t[j][r]);
@@ -195,6 +198,33 @@ static void bf16_row(const unsigned char *src, float *dst, int64_t k) {
 }
 
 /* ---------------------------------------------------------------------------------------
+ * X, packed once per call: row j at xp + j * ldxp (ldxp = k rounded up to 32); in the
+ * panel at p0 of len elements (rounded up to L = 32 T), chain group g's steps are
+ * contiguous: element p0 + 32 t + 8 g + l at xp + p0 + g * 8 T + 8 t + l, zero past len. A
+ * pass then reads its X rows as one stream (in the row-major layout each pass would touch
+ * half of every other line of 128 bytes).
+ * ------------------------------------------------------------------------------------- */
+
+static int64_t x_ld(int64_t k) { return (k + 31) / 32 * 32; }
+
+static void x_pack_row(const float *x, int64_t k, float *xp) {
+    for (int64_t p0 = 0; p0 < k; p0 += PANEL) {
+        const int64_t len = k - p0 < PANEL ? k - p0 : PANEL, steps = (len + 31) / 32;
+        for (int g = 0; g < 4; g++)
+            for (int64_t t = 0; t < steps; t++) {
+                const int64_t p = 32 * t + 8 * g;
+                float *dst = xp + p0 + g * 8 * steps + 8 * t;
+                if (p + 8 <= len) {
+                    _mm256_store_ps(dst, _mm256_loadu_ps(x + p0 + p));
+                } else {
+                    const int64_t c = len - p > 0 ? len - p : 0;
+                    _mm256_store_ps(dst, _mm256_maskload_ps(x + p0 + p, lane_mask(c)));
+                }
+            }
+    }
+}
+
+/* ---------------------------------------------------------------------------------------
  * Driver
  * ------------------------------------------------------------------------------------- */
 
@@ -204,8 +234,8 @@ typedef struct problem {
     int64_t m, k, n;
     const unsigned char *w; /* packed rows, `stride` bytes apart */
     size_t stride;
-    const float *x;
-    int64_t ldx;
+    const float *xp; /* X packed (x_pack_row), rows ldxp floats apart */
+    int64_t ldxp;
     float *y;
     int64_t ldy;
     int64_t task_rows, task_n; /* a task's W rows and X rows */
@@ -273,7 +303,7 @@ static void run_task(const problem *pb, int64_t i0, int64_t rows, int64_t j0, in
                     const int nr = (int)(nc - j < NR_MAX ? nc - j : NR_MAX);
                     double *d = panels > 1 ? lanes + (r * SUB_ROWS + j) * LANES : one_block;
                     blocks[mr - 1][nr - 1](len, wt + r * ldw + p0, ldw,
-                                           pb->x + (jc + j) * pb->ldx + p0, pb->ldx, d, ldd,
+                                           pb->xp + (jc + j) * pb->ldxp + p0, pb->ldxp, d, ldd,
                                            first, last, pb->y + (jc + j) * pb->ldy + i0 + r,
                                            pb->ldy);
                 }
@@ -314,14 +344,21 @@ qmm_status qmm_cpu_x86_matmul_fused_avx2(qmm_context *ctx, const qmm_weights *w,
                                              : qmm_cpu_x86_matmul_gemv_avx2(ctx, w, n, x, ldx, y, ldy);
     const qmm_cpu_weights *cw = w->backend;
     problem pb = {.t = qmm_type_traits_get(w->type), .type = w->type, .m = w->m, .k = w->k,
-                  .n = n, .w = cw->data, .stride = cw->stride, .x = x, .ldx = ldx, .y = y,
+                  .n = n, .w = cw->data, .stride = cw->stride, .ldxp = x_ld(w->k), .y = y,
                   .ldy = ldy, .ldt = tile_ld(w->k)};
     if (pb.t == NULL || pb.t->to_float == NULL)
         return qmm_error(QMM_ERR_INTERNAL, "fused_avx2: no dequantizer for type %d", (int)w->type);
     plan(w->m, w->k, n, st->n_threads, &pb.task_rows, &pb.task_n);
+    size_t xbytes;
+    if (!qmm_mul_size((size_t)n, (size_t)pb.ldxp * sizeof(float), &xbytes))
+        return qmm_error(QMM_ERR_OUT_OF_MEMORY, "fused_avx2: packed X of n=%lld rows of k=%lld "
+                         "overflows size_t", (long long)n, (long long)w->k);
     qmm_status s = qmm_cpu_scratch_reserve(
         st, tile_bytes(w->type, pb.task_rows, w->k) + lanes_bytes(pb.task_rows, w->k));
+    if (s == QMM_OK) s = qmm_cpu_scratch_grow(&st->shared, xbytes);
     if (s != QMM_OK) return s;
+    float *xp = st->shared.ptr;
+    pb.xp = xp;
 
     const int64_t tiles = ceil_div(w->m, pb.task_rows), chunks = ceil_div(n, pb.task_n);
     const int64_t tasks = tiles * chunks;
@@ -331,13 +368,18 @@ qmm_status qmm_cpu_x86_matmul_fused_avx2(qmm_context *ctx, const qmm_weights *w,
                           : (int64_t)(flops / MIN_FLOPS_PER_THREAD);
     if (threads > tasks) threads = tasks;
     if (threads < 1) threads = 1;
-#pragma omp parallel for num_threads((int)threads) schedule(dynamic, 1) if (threads > 1)
-    for (int64_t task = 0; task < tasks; task++) {
-        const int64_t tm = task % tiles, tn = task / tiles;
-        const int64_t i0 = tm * pb.task_rows, j0 = tn * pb.task_n;
-        const int64_t rows = w->m - i0 < pb.task_rows ? w->m - i0 : pb.task_rows;
-        const int64_t nt = n - j0 < pb.task_n ? n - j0 : pb.task_n;
-        run_task(&pb, i0, rows, j0, nt, st->per_thread[omp_get_thread_num()].ptr);
+#pragma omp parallel num_threads((int)threads) if (threads > 1)
+    {
+#pragma omp for schedule(static)
+        for (int64_t j = 0; j < n; j++) x_pack_row(x + j * ldx, w->k, xp + j * pb.ldxp);
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t task = 0; task < tasks; task++) {
+            const int64_t tm = task % tiles, tn = task / tiles;
+            const int64_t i0 = tm * pb.task_rows, j0 = tn * pb.task_n;
+            const int64_t rows = w->m - i0 < pb.task_rows ? w->m - i0 : pb.task_rows;
+            const int64_t nt = n - j0 < pb.task_n ? n - j0 : pb.task_n;
+            run_task(&pb, i0, rows, j0, nt, st->per_thread[omp_get_thread_num()].ptr);
+        }
     }
     return QMM_OK;
 }
