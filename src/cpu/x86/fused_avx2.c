@@ -53,10 +53,14 @@
 /* W rows per task (a multiple of MR_MAX; a task's tile is TASK_ROWS x k floats, cut to fit
  * TILE_BYTES_MAX for long k), smallest rows per task when balancing few rows over the
  * threads, and X rows per sub-chunk (a multiple of NR_MAX). */
+#ifndef TASK_ROWS
 #define TASK_ROWS 32
+#endif
 #define TASK_ROWS_MIN 8
 #define TILE_BYTES_MAX (512 * 1024)
+#ifndef SUB_ROWS
 #define SUB_ROWS 48
+#endif
 
 /* Below this many flops (2 m n k) per thread, fewer threads (as the tiled driver). */
 #define MIN_FLOPS_PER_THREAD (1 << 20)
@@ -73,12 +77,16 @@ INL __m256i lane_mask(int64_t count) {
  * 8g .. 8g + 7 of (X row j, W row r). W rows are plain (element p at w + p); the X rows are
  * packed (x_pack: chain group g's steps contiguous from x + g * xg). */
 INL void pass(int MR, int NR, int g, int64_t len, const float *w, int64_t ldw, const float *x,
-              int64_t ldx, int64_t xg, __m256 a[NR_MAX][MR_MAX]) {
+              int64_t ldx, int64_t xg, const char *pf, __m256 a[NR_MAX][MR_MAX]) {
     for (int j = 0; j < NR; j++)
         for (int r = 0; r < MR; r++) a[j][r] = _mm256_setzero_ps();
     const float *xs = x + g * xg;
     int64_t p = 8 * g;
-    for (; p + 8 <= len; p += 32, xs += 8) {
+    for (; p + 8 <= len; p += 32, xs += 8, pf += 128) {
+#ifndef NO_PREFETCH
+        _mm_prefetch(pf, _MM_HINT_T0);
+        _mm_prefetch(pf + 64, _MM_HINT_T0);
+#endif
         __m256 xv[NR_MAX];
         for (int j = 0; j < NR; j++) xv[j] = _mm256_load_ps(xs + j * ldx);
         for (int r = 0; r < MR; r++) {
@@ -127,16 +135,19 @@ INL void panel_end(__m256 lo, __m256 hi, double *d, int first, int last, float *
 /* One block over one panel. Pair (j, r)'s double lanes at d + (r * ldd + j) * LANES (unused
  * when first && last); its output at y[j * ldy + r]. */
 INL void block(int MR, int NR, int64_t len, const float *w, int64_t ldw, const float *x,
-               int64_t ldx, double *d, int64_t ldd, int first, int last, float *y,
-               int64_t ldy) {
+               int64_t ldx, const float *xn, int xn_rows, double *d, int64_t ldd, int first,
+               int last, float *y, int64_t ldy) {
     __m256 lo[NR_MAX][MR_MAX], hi[NR_MAX][MR_MAX], t[NR_MAX][MR_MAX];
     const int64_t xg = (len + 31) / 32 * 8; /* packed X: floats per chain group */
-    pass(MR, NR, 0, len, w, ldw, x, ldx, xg, lo);
-    pass(MR, NR, 2, len, w, ldw, x, ldx, xg, t);
+    /* passes 0, 1, 2 bring the next block's X rows 0, 1, 2 into L1 (two lines a step) */
+    const char *pf[3];
+    for (int q = 0; q < 3; q++) pf[q] = (const char *)(xn + (q < xn_rows ? q : xn_rows - 1) * ldx);
+    pass(MR, NR, 0, len, w, ldw, x, ldx, xg, pf[0], lo);
+    pass(MR, NR, 2, len, w, ldw, x, ldx, xg, pf[1], t);
     for (int j = 0; j < NR; j++)
         for (int r = 0; r < MR; r++) lo[j][r] = _mm256_add_ps(lo[j][r], t[j][r]);
-    pass(MR, NR, 1, len, w, ldw, x, ldx, xg, hi);
-    pass(MR, NR, 3, len, w, ldw, x, ldx, xg, t);
+    pass(MR, NR, 1, len, w, ldw, x, ldx, xg, pf[2], hi);
+    pass(MR, NR, 3, len, w, ldw, x, ldx, xg, pf[2], t);
     for (int j = 0; j < NR; j++)
         for (int r = 0; r < MR; r++) {
             hi[j][r] = _mm256_add_ps(hi[j][r], t[j][r]);
@@ -146,11 +157,11 @@ INL void block(int MR, int NR, int64_t len, const float *w, int64_t ldw, const f
 
 /* Instantiations for every MR x NR (constants, so the accumulators stay in registers). */
 #define BLOCK_ARGS                                                                          \
-    int64_t len, const float *w, int64_t ldw, const float *x, int64_t ldx, double *d,       \
-        int64_t ldd, int first, int last, float *y, int64_t ldy
+    int64_t len, const float *w, int64_t ldw, const float *x, int64_t ldx, const float *xn, \
+        int xn_rows, double *d, int64_t ldd, int first, int last, float *y, int64_t ldy
 #define BLOCK_FN(MR, NR)                                                                    \
     static void block_##MR##x##NR(BLOCK_ARGS) {                                             \
-        block(MR, NR, len, w, ldw, x, ldx, d, ldd, first, last, y, ldy);                    \
+        block(MR, NR, len, w, ldw, x, ldx, xn, xn_rows, d, ldd, first, last, y, ldy);       \
     }
 BLOCK_FN(4, 3) BLOCK_FN(4, 2) BLOCK_FN(4, 1)
 BLOCK_FN(3, 3) BLOCK_FN(3, 2) BLOCK_FN(3, 1)
@@ -302,10 +313,13 @@ static void run_task(const problem *pb, int64_t i0, int64_t rows, int64_t j0, in
                 for (int64_t j = 0; j < nc; j += NR_MAX) {
                     const int nr = (int)(nc - j < NR_MAX ? nc - j : NR_MAX);
                     double *d = panels > 1 ? lanes + (r * SUB_ROWS + j) * LANES : one_block;
-                    blocks[mr - 1][nr - 1](len, wt + r * ldw + p0, ldw,
-                                           pb->xp + (jc + j) * pb->ldxp + p0, pb->ldxp, d, ldd,
-                                           first, last, pb->y + (jc + j) * pb->ldy + i0 + r,
-                                           pb->ldy);
+                    /* the next block's X rows: the next 3 of the sub-chunk, or its first 3 */
+                    const int64_t jn = j + NR_MAX < nc ? j + NR_MAX : 0;
+                    const int nrn = (int)(nc - jn < NR_MAX ? nc - jn : NR_MAX);
+                    const float *xc = pb->xp + jc * pb->ldxp + p0;
+                    blocks[mr - 1][nr - 1](len, wt + r * ldw + p0, ldw, xc + j * pb->ldxp,
+                                           pb->ldxp, xc + jn * pb->ldxp, nrn, d, ldd, first,
+                                           last, pb->y + (jc + j) * pb->ldy + i0 + r, pb->ldy);
                 }
             }
         }
