@@ -11,8 +11,17 @@
  *   qmm bench --shape 4608x1024,1024x4608 --types q4_1,q5_0,q5_1,q5_K --strategy int8,fused
  *             --n 8,12,16,24,32,48 --iters 7 --csv
  * int8_max_n is the largest n where int8 beat both gemv and fused on every shape; gemv_max_n
- * the largest n where gemv beat fused. Below the amx level nothing is measured yet: the
- * default row (gemv through n = 8, the decode regime) stands until it is.
+ * the largest n where gemv beat fused.
+ *
+ * The avx2 rows of f32, f16, bf16 (gemv_avx2 vs fused_avx2, the same summation order) were
+ * measured on the same VM at QMM_CPU_ISA=avx2 while other work loaded it (load average 9-15),
+ * so by CPU time per call with the two strategies alternated in one process, 1 thread:
+ *   QMM_CPU_ISA=avx2 build/cpu_ab TYPE M K N gemv,fused 9 1 (dev/cpu_ab.c)   for TYPE in f32, f16, bf16,
+ *   M x K in 4608x1024, 1024x4608, 512x1024, N in 2, 4, 5, 6, 8, 16, 32
+ * (bench/results/2026-12-01-spr-avx2-fused.md has the numbers): gemv was faster through n = 5
+ * on 4608x1024 and 1024x4608, fused from n = 6 (on 512x1024, whose W stays in L2, from n = 4).
+ * The other avx2 types and the avx512 level have no measured row yet: the default row (gemv
+ * through n = 8, the decode regime) stands until they do.
  */
 #include "cpu/cpu_internal.h"
 
@@ -39,6 +48,10 @@ static const qmm_cpu_auto_row auto_rows[] = {
     {QMM_CPU_ISA_AMX, QMM_TYPE_IQ4_XS, 1, 32, 1},
     {QMM_CPU_ISA_AMX, QMM_TYPE_MXFP4, 1, 32, 2},
     {QMM_CPU_ISA_AMX, QMM_TYPE_NVFP4, 1, 8, 1},
+    /* avx2, float weights (above) */
+    {QMM_CPU_ISA_AVX2, QMM_TYPE_F32, NO_INT8, 5},
+    {QMM_CPU_ISA_AVX2, QMM_TYPE_F16, NO_INT8, 5},
+    {QMM_CPU_ISA_AVX2, QMM_TYPE_BF16, NO_INT8, 5},
 };
 /* The codebook rows (iq4_nl, iq4_xs, mxfp4, nvfp4): the strategies called alternately in one
  * process, and

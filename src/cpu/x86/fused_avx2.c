@@ -57,7 +57,9 @@
 #define TASK_ROWS 32
 #endif
 #define TASK_ROWS_MIN 8
+#ifndef TILE_BYTES_MAX
 #define TILE_BYTES_MAX (512 * 1024)
+#endif
 #ifndef SUB_ROWS
 #define SUB_ROWS 48
 #endif
@@ -135,11 +137,12 @@ INL void panel_end(__m256 lo, __m256 hi, double *d, int first, int last, float *
 /* One block over one panel. Pair (j, r)'s double lanes at d + (r * ldd + j) * LANES (unused
  * when first && last); its output at y[j * ldy + r]. */
 INL void block(int MR, int NR, int64_t len, const float *w, int64_t ldw, const float *x,
-               int64_t ldx, const float *xn, int xn_rows, double *d, int64_t ldd, int first,
-               int last, float *y, int64_t ldy) {
+               int64_t ldx, const float *xn, int xn_rows, const float *wn, double *d,
+               int64_t ldd, int first, int last, float *y, int64_t ldy) {
     __m256 lo[NR_MAX][MR_MAX], hi[NR_MAX][MR_MAX], t[NR_MAX][MR_MAX];
     const int64_t xg = (len + 31) / 32 * 8; /* packed X: floats per chain group */
-    /* passes 0, 1, 2 bring the next block's X rows 0, 1, 2 into L1 (two lines a step) */
+    /* passes 0, 1, 2 bring the next block's X rows 0, 1, 2 into L1 (two lines a step), pass
+     * 3 the W row panel at wn */
     const char *pf[3];
     for (int q = 0; q < 3; q++) pf[q] = (const char *)(xn + (q < xn_rows ? q : xn_rows - 1) * ldx);
     pass(MR, NR, 0, len, w, ldw, x, ldx, xg, pf[0], lo);
@@ -147,7 +150,7 @@ INL void block(int MR, int NR, int64_t len, const float *w, int64_t ldw, const f
     for (int j = 0; j < NR; j++)
         for (int r = 0; r < MR; r++) lo[j][r] = _mm256_add_ps(lo[j][r], t[j][r]);
     pass(MR, NR, 1, len, w, ldw, x, ldx, xg, pf[2], hi);
-    pass(MR, NR, 3, len, w, ldw, x, ldx, xg, pf[2], t);
+    pass(MR, NR, 3, len, w, ldw, x, ldx, xg, (const char *)wn, t);
     for (int j = 0; j < NR; j++)
         for (int r = 0; r < MR; r++) {
             hi[j][r] = _mm256_add_ps(hi[j][r], t[j][r]);
@@ -158,10 +161,11 @@ INL void block(int MR, int NR, int64_t len, const float *w, int64_t ldw, const f
 /* Instantiations for every MR x NR (constants, so the accumulators stay in registers). */
 #define BLOCK_ARGS                                                                          \
     int64_t len, const float *w, int64_t ldw, const float *x, int64_t ldx, const float *xn, \
-        int xn_rows, double *d, int64_t ldd, int first, int last, float *y, int64_t ldy
+        int xn_rows, const float *wn, double *d, int64_t ldd, int first, int last, float *y,  \
+        int64_t ldy
 #define BLOCK_FN(MR, NR)                                                                    \
     static void block_##MR##x##NR(BLOCK_ARGS) {                                             \
-        block(MR, NR, len, w, ldw, x, ldx, xn, xn_rows, d, ldd, first, last, y, ldy);       \
+        block(MR, NR, len, w, ldw, x, ldx, xn, xn_rows, wn, d, ldd, first, last, y, ldy);   \
     }
 BLOCK_FN(4, 3) BLOCK_FN(4, 2) BLOCK_FN(4, 1)
 BLOCK_FN(3, 3) BLOCK_FN(3, 2) BLOCK_FN(3, 1)
@@ -274,6 +278,16 @@ static int64_t task_rows_for(int64_t k) {
     return rows < MR_MAX ? MR_MAX : rows;
 }
 
+/* X rows of the block at `left` rows before the end of a sub-chunk (3 x 1 for a last 4 rows
+ * measured as fast as 2 x 2). */
+static int x_block_rows(int64_t left) { return left < NR_MAX ? (int)left : NR_MAX; }
+
+static int64_t x_blocks(int64_t nc) {
+    int64_t b = 0;
+    for (int64_t j = 0; j < nc; j += x_block_rows(nc - j)) b++;
+    return b;
+}
+
 /* W rows [i0, i0 + rows) x X rows [j0, j0 + nt). */
 static void run_task(const problem *pb, int64_t i0, int64_t rows, int64_t j0, int64_t nt,
                      unsigned char *scratch) {
@@ -310,16 +324,22 @@ static void run_task(const problem *pb, int64_t i0, int64_t rows, int64_t j0, in
             const int first = pi == 0, last = pi == panels - 1;
             for (int64_t r = 0; r < rows; r += MR_MAX) {
                 const int mr = (int)(rows - r < MR_MAX ? rows - r : MR_MAX);
-                for (int64_t j = 0; j < nc; j += NR_MAX) {
-                    const int nr = (int)(nc - j < NR_MAX ? nc - j : NR_MAX);
+                const int64_t blocks_n = x_blocks(nc);
+                for (int64_t j = 0, b = 0; j < nc; b++) {
+                    const int nr = x_block_rows(nc - j);
                     double *d = panels > 1 ? lanes + (r * SUB_ROWS + j) * LANES : one_block;
-                    /* the next block's X rows: the next 3 of the sub-chunk, or its first 3 */
-                    const int64_t jn = j + NR_MAX < nc ? j + NR_MAX : 0;
-                    const int nrn = (int)(nc - jn < NR_MAX ? nc - jn : NR_MAX);
+                    /* the next block's X rows: the next of the sub-chunk, or its first */
+                    const int64_t jn = j + nr < nc ? j + nr : 0;
                     const float *xc = pb->xp + jc * pb->ldxp + p0;
+                    /* the last 4 blocks of a W group bring the next group's rows into L1 */
+                    const int64_t q = b - (blocks_n - MR_MAX);
+                    const int64_t rn = r + MR_MAX + (q < 0 ? 0 : q);
+                    const float *wn = q >= 0 && rn < rows ? wt + rn * ldw + p0 : xc + jn * pb->ldxp;
                     blocks[mr - 1][nr - 1](len, wt + r * ldw + p0, ldw, xc + j * pb->ldxp,
-                                           pb->ldxp, xc + jn * pb->ldxp, nrn, d, ldd, first,
-                                           last, pb->y + (jc + j) * pb->ldy + i0 + r, pb->ldy);
+                                           pb->ldxp, xc + jn * pb->ldxp, x_block_rows(nc - jn),
+                                           wn, d, ldd, first, last,
+                                           pb->y + (jc + j) * pb->ldy + i0 + r, pb->ldy);
+                    j += nr;
                 }
             }
         }
