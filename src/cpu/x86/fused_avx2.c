@@ -40,6 +40,7 @@
  */
 #include <immintrin.h>
 #include <omp.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "cpu/x86/gemv_common.h"
@@ -249,8 +250,11 @@ typedef struct problem {
     int64_t m, k, n;
     const unsigned char *w; /* packed rows, `stride` bytes apart */
     size_t stride;
-    const float *xp; /* X packed (x_pack_row), rows ldxp floats apart */
+    const float *x;  /* the caller's X */
+    int64_t ldx;
+    float *xp;       /* X packed (x_pack_row), rows ldxp floats apart */
     int64_t ldxp;
+    atomic_int *packed; /* per sub-chunk of X rows: 0 not packed, 1 being packed, 2 packed */
     float *y;
     int64_t ldy;
     int64_t task_rows, task_n; /* a task's W rows and X rows */
@@ -258,6 +262,24 @@ typedef struct problem {
 } problem;
 
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/* Make sure the X rows of sub-chunk c are packed: the first task to need them packs them,
+ * others wait; no thread waits for one that has not started (no barrier), and the packed
+ * bits do not depend on who packed them. */
+static void need_x_chunk(const problem *pb, int64_t c) {
+    atomic_int *f = &pb->packed[c];
+    if (atomic_load_explicit(f, memory_order_acquire) == 2) return;
+    int expected = 0;
+    if (atomic_compare_exchange_strong_explicit(f, &expected, 1, memory_order_acq_rel,
+                                                memory_order_acquire)) {
+        const int64_t j1 = (c + 1) * SUB_ROWS < pb->n ? (c + 1) * SUB_ROWS : pb->n;
+        for (int64_t j = c * SUB_ROWS; j < j1; j++)
+            x_pack_row(pb->x + j * pb->ldx, pb->k, pb->xp + j * pb->ldxp);
+        atomic_store_explicit(f, 2, memory_order_release);
+        return;
+    }
+    while (atomic_load_explicit(f, memory_order_acquire) != 2) _mm_pause();
+}
 
 /* Floats between tile rows: k rounded up to 16 (64-byte rows). */
 static int64_t tile_ld(int64_t k) { return (k + 15) / 16 * 16; }
@@ -319,6 +341,7 @@ static void run_task(const problem *pb, int64_t i0, int64_t rows, int64_t j0, in
     const int64_t ldd = panels > 1 ? SUB_ROWS : NR_MAX;
     for (int64_t jc = j0; jc < j0 + nt; jc += SUB_ROWS) {
         const int64_t nc = j0 + nt - jc < SUB_ROWS ? j0 + nt - jc : SUB_ROWS;
+        for (int64_t c = jc / SUB_ROWS; c <= (jc + nc - 1) / SUB_ROWS; c++) need_x_chunk(pb, c);
         for (int64_t pi = 0; pi < panels; pi++) {
             const int64_t p0 = pi * PANEL, len = k - p0 < PANEL ? k - p0 : PANEL;
             const int first = pi == 0, last = pi == panels - 1;
@@ -384,15 +407,21 @@ qmm_status qmm_cpu_x86_matmul_fused_avx2(qmm_context *ctx, const qmm_weights *w,
         return qmm_error(QMM_ERR_INTERNAL, "fused_avx2: no dequantizer for type %d", (int)w->type);
     plan(w->m, w->k, n, st->n_threads, &pb.task_rows, &pb.task_n);
     size_t xbytes;
-    if (!qmm_mul_size((size_t)n, (size_t)pb.ldxp * sizeof(float), &xbytes))
+    const int64_t x_chunks = ceil_div(n, SUB_ROWS);
+    const size_t flag_bytes = ((size_t)x_chunks * sizeof(atomic_int) + 63) / 64 * 64;
+    if (!qmm_mul_size((size_t)n, (size_t)pb.ldxp * sizeof(float), &xbytes) ||
+        xbytes > SIZE_MAX - flag_bytes)
         return qmm_error(QMM_ERR_OUT_OF_MEMORY, "fused_avx2: packed X of n=%lld rows of k=%lld "
                          "overflows size_t", (long long)n, (long long)w->k);
     qmm_status s = qmm_cpu_scratch_reserve(
         st, tile_bytes(w->type, pb.task_rows, w->k) + lanes_bytes(pb.task_rows, w->k));
-    if (s == QMM_OK) s = qmm_cpu_scratch_grow(&st->shared, xbytes);
+    if (s == QMM_OK) s = qmm_cpu_scratch_grow(&st->shared, flag_bytes + xbytes);
     if (s != QMM_OK) return s;
-    float *xp = st->shared.ptr;
-    pb.xp = xp;
+    pb.packed = st->shared.ptr;
+    for (int64_t c = 0; c < x_chunks; c++) atomic_init(&pb.packed[c], 0);
+    pb.xp = (float *)((unsigned char *)st->shared.ptr + flag_bytes);
+    pb.x = x;
+    pb.ldx = ldx;
 
     const int64_t tiles = ceil_div(w->m, pb.task_rows), chunks = ceil_div(n, pb.task_n);
     const int64_t tasks = tiles * chunks;
@@ -402,18 +431,15 @@ qmm_status qmm_cpu_x86_matmul_fused_avx2(qmm_context *ctx, const qmm_weights *w,
                           : (int64_t)(flops / MIN_FLOPS_PER_THREAD);
     if (threads > tasks) threads = tasks;
     if (threads < 1) threads = 1;
-#pragma omp parallel num_threads((int)threads) if (threads > 1)
-    {
-#pragma omp for schedule(static)
-        for (int64_t j = 0; j < n; j++) x_pack_row(x + j * ldx, w->k, xp + j * pb.ldxp);
-#pragma omp for schedule(dynamic, 1)
-        for (int64_t task = 0; task < tasks; task++) {
-            const int64_t tm = task % tiles, tn = task / tiles;
-            const int64_t i0 = tm * pb.task_rows, j0 = tn * pb.task_n;
-            const int64_t rows = w->m - i0 < pb.task_rows ? w->m - i0 : pb.task_rows;
-            const int64_t nt = n - j0 < pb.task_n ? n - j0 : pb.task_n;
-            run_task(&pb, i0, rows, j0, nt, st->per_thread[omp_get_thread_num()].ptr);
-        }
+    /* tasks handed out one at a time: a thread that starts late (a shared machine) leaves its
+     * tasks to the others; each output belongs to one task */
+#pragma omp parallel for num_threads((int)threads) schedule(dynamic, 1) if (threads > 1)
+    for (int64_t task = 0; task < tasks; task++) {
+        const int64_t tm = task % tiles, tn = task / tiles;
+        const int64_t i0 = tm * pb.task_rows, j0 = tn * pb.task_n;
+        const int64_t rows = w->m - i0 < pb.task_rows ? w->m - i0 : pb.task_rows;
+        const int64_t nt = n - j0 < pb.task_n ? n - j0 : pb.task_n;
+        run_task(&pb, i0, rows, j0, nt, st->per_thread[omp_get_thread_num()].ptr);
     }
     return QMM_OK;
 }
