@@ -386,13 +386,6 @@ static void plan(int64_t m, int64_t k, int64_t n, int n_threads, int64_t *task_r
     *task_n = nt;
 }
 
-size_t qmm_cpu_x86_fused_avx2_scratch(qmm_type type, int64_t m, int64_t k, int64_t n,
-                                      int n_threads) {
-    int64_t rows, nt;
-    plan(m, k, n, n_threads, &rows, &nt);
-    return tile_bytes(type, rows, k) + lanes_bytes(rows, k);
-}
-
 qmm_status qmm_cpu_x86_matmul_fused_avx2(qmm_context *ctx, const qmm_weights *w, int64_t n,
                                          const float *x, int64_t ldx, float *y, int64_t ldy) {
     qmm_cpu_state *st = ctx->backend;

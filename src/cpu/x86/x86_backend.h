@@ -68,8 +68,5 @@ qmm_status qmm_cpu_x86_matmul_fused_avx2(qmm_context *ctx, const qmm_weights *w,
                                          const float *x, int64_t ldx, float *y, int64_t ldy);
 bool qmm_cpu_x86_fused_avx2_uses_gemv(const qmm_context *ctx, qmm_type type, int64_t n);
 const char *qmm_cpu_x86_fused_avx2_kernel(const qmm_context *ctx, qmm_type type, int64_t n);
-/* Per-thread scratch bytes fused_avx2 uses for a call (the W tile and the double lanes). */
-size_t qmm_cpu_x86_fused_avx2_scratch(qmm_type type, int64_t m, int64_t k, int64_t n,
-                                      int n_threads);
 
 #endif /* QMM_CPU_X86_BACKEND_H */
