@@ -23,9 +23,12 @@
  * NR) give the same bits.
  *
  * Tails: a panel whose length is not a multiple of 32 (f32/f16/bf16 rows have any k) ends,
- * in one chain group, with a partial step of 1..7 elements: X and W are read with a lane
- * mask (nothing past the row is read) and the FMA result is blended into those lanes only,
- * as gemv's masked tail.
+ * in one chain group, with a partial step of 1..7 elements: W is read with a lane mask
+ * (nothing past the row is read), X comes from its zero-padded packed copy, and the FMA
+ * result is blended into those lanes only, as gemv's masked tail.
+ *
+ * X is packed once per call (x_pack_row: each chain group's steps contiguous, so a pass reads
+ * each X row as one stream), a sub-chunk of rows by the first task that needs it.
  *
  * W: f32 rows are used in place (the packed rows, stride / 4 floats apart); every other type
  * is converted, a task's rows for the whole k, into a thread-scratch tile of exact floats:
@@ -35,15 +38,18 @@
  * Tasks: (up to TASK_ROWS W rows) x (a chunk of X rows, all n unless m is too small to feed
  * the threads), dynamic order. Inside a task, X rows in sub-chunks of SUB_ROWS (their panel:
  * 192 KiB, in L2), then panels, then 4-row W groups (their panel in L1), then 3-row X
- * groups. For k > 1024 the double lanes of the sub-chunk's outputs persist across panels in
- * thread scratch (16 doubles per output); for k <= 1024 a block finishes its outputs at once.
+ * groups; a block prefetches the next block's X rows and, near the end of a W group, the
+ * next group's W rows. For k > 1024 the double lanes of the sub-chunk's outputs persist
+ * across panels in thread scratch (16 doubles per output); for k <= 1024 a block finishes
+ * its outputs at once. TASK_ROWS, TILE_BYTES_MAX and SUB_ROWS can be set with -D for
+ * blocking experiments (dev/cpu_ab.c times such builds).
  */
 #include <immintrin.h>
 #include <omp.h>
 #include <stdatomic.h>
 #include <string.h>
 
-#include "cpu/x86/gemv_common.h"
+#include "cpu/x86/gemv_avx2_impl.h"
 #include "cpu/x86/x86_backend.h"
 
 #define PANEL QMM_GEMV_PANEL /* the order's panel */
@@ -86,10 +92,8 @@ INL void pass(int MR, int NR, int g, int64_t len, const float *w, int64_t ldw, c
     const float *xs = x + g * xg;
     int64_t p = 8 * g;
     for (; p + 8 <= len; p += 32, xs += 8, pf += 128) {
-#ifndef NO_PREFETCH
         _mm_prefetch(pf, _MM_HINT_T0);
         _mm_prefetch(pf + 64, _MM_HINT_T0);
-#endif
         __m256 xv[NR_MAX];
         for (int j = 0; j < NR; j++) xv[j] = _mm256_load_ps(xs + j * ldx);
         for (int r = 0; r < MR; r++) {
@@ -185,31 +189,19 @@ static const block_fn blocks[MR_MAX][NR_MAX] = {
  * W tiles: exact floats of a task's rows
  * ------------------------------------------------------------------------------------- */
 
-/* k f16 values at src to floats (vcvtph2ps: exact, NaN kept with sign and payload, made
- * quiet, as qmm_fp16_to_fp32). */
-static void f16_row(const unsigned char *src, float *dst, int64_t k) {
+/* k f16 (bf16) values at src to floats with gemv_avx2's conversions (exact: the type
+ * table's to_float bit for bit); the last k % 8 through a zeroed buffer (nothing past the
+ * row is read). */
+static void half_row(bool bf16, const unsigned char *src, float *dst, int64_t k) {
     int64_t p = 0;
     for (; p + 8 <= k; p += 8)
-        _mm256_storeu_ps(dst + p, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(src + 2 * p))));
+        _mm256_storeu_ps(dst + p, bf16 ? qmm_avx2_bf16x8(src + 2 * p) : qmm_avx2_f16x8(src + 2 * p));
     if (p < k) {
-        uint16_t h[8] = {0};
+        unsigned char h[16] = {0};
         memcpy(h, src + 2 * p, (size_t)(k - p) * 2);
         float f[8];
-        _mm256_storeu_ps(f, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h)));
+        _mm256_storeu_ps(f, bf16 ? qmm_avx2_bf16x8(h) : qmm_avx2_f16x8(h));
         memcpy(dst + p, f, (size_t)(k - p) * sizeof(float));
-    }
-}
-
-/* k bf16 values at src to floats (the 16 bits are the float's high half). */
-static void bf16_row(const unsigned char *src, float *dst, int64_t k) {
-    int64_t p = 0;
-    for (; p + 8 <= k; p += 8) {
-        const __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 2 * p)));
-        _mm256_storeu_ps(dst + p, _mm256_castsi256_ps(_mm256_slli_epi32(v, 16)));
-    }
-    for (; p < k; p++) {
-        uint32_t u = (uint32_t)src[2 * p] << 16 | (uint32_t)src[2 * p + 1] << 24;
-        memcpy(dst + p, &u, sizeof u);
     }
 }
 
@@ -324,10 +316,8 @@ static void run_task(const problem *pb, int64_t i0, int64_t rows, int64_t j0, in
         for (int64_t r = 0; r < rows; r++) {
             const unsigned char *src = pb->w + (size_t)(i0 + r) * pb->stride;
             float *dst = tile + r * pb->ldt;
-            if (pb->type == QMM_TYPE_F16)
-                f16_row(src, dst, k);
-            else if (pb->type == QMM_TYPE_BF16)
-                bf16_row(src, dst, k);
+            if (pb->type == QMM_TYPE_F16 || pb->type == QMM_TYPE_BF16)
+                half_row(pb->type == QMM_TYPE_BF16, src, dst, k);
             else
                 pb->t->to_float(src, dst, k);
         }
