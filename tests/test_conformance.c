@@ -1409,17 +1409,18 @@ static void test_F_large_m_and_grids(void **state) {
 
 /* With QMM_FLAG_BATCH_INVARIANT, every strategy that resolves gives for n in {1, 2, 3, 8, 9,
  * 16, 17, 64, 65} exactly the first n rows of n = 129; without it, every n is within the
- * path's bound (run_one). k of 2+ panels: the accumulation order counts. */
+ * path's bound (run_one). k of 2+ panels of the portable order (256) and of the gemv order
+ * (1024; where fused runs the gemv kernels at small n): the accumulation order counts. */
 static void test_G_row0_across_n(void **state) {
     (void)state;
     test_begin(__func__);
     static const int64_t ns[] = {1, 2, 3, 8, 9, 16, 17, 64, 65, 129}, n_plain[] = {1, 8, 17, 65};
     const int nn = (int)(sizeof ns / sizeof ns[0]);
     tu_rng r = tu_rng_make(0x61);
-    for (int ti = 0; ti < g_ntypes; ti++) {
-        const int t = g_types[ti];
+    for (int ti = 0; ti < 2 * g_ntypes; ti++) {
+        const int t = g_types[ti % g_ntypes];
         prob p;
-        prob_alloc(&p, t, 37, k_for(t, 2, 512, 100), 129, 0, 0);
+        prob_alloc(&p, t, 37, ti < g_ntypes ? k_for(t, 2, 512, 100) : k_for(t, 2, 2304, 2100), 129, 0, 0);
         w_fill(&p, &r, -1.0f, 1.0f);
         x_uniform(&p, &r, -1.0f, 1.0f);
         prob_finish(&p, 0);

@@ -33,6 +33,16 @@
  * both shapes. Types without an int8 kernel at avx2 take the default row; measured the same way
  * for f32, f16, bf16 (gemv_avx2 ahead of fused_portable through n = 4-8) and iq2_xxs, iq3_s,
  * tq2_0 (gemv_portable and fused_portable within noise of each other for n <= 32), it stays.
+ *
+ * The avx2 rows of f32, f16, bf16 (gemv_avx2 vs fused_avx2, the same summation order) were
+ * measured on the same VM at QMM_CPU_ISA=avx2 while other work loaded it (load average 9-15),
+ * so by CPU time per call with the two strategies alternated in one process, 1 thread:
+ *   QMM_CPU_ISA=avx2 build/cpu_ab TYPE M K N gemv,fused 9 1 (dev/cpu_ab.c)   for TYPE in f32, f16, bf16,
+ *   M x K in 4608x1024, 1024x4608, 512x1024, N in 2, 4, 5, 6, 8, 16, 32
+ * (bench/results/2026-12-01-spr-avx2-fused.md has the numbers): gemv was faster through n = 5
+ * on 4608x1024 and 1024x4608, fused from n = 6 (on 512x1024, whose W stays in L2, from n = 4).
+ * The other avx2 types and the avx512 level have no measured row yet: the default row (gemv
+ * through n = 8, the decode regime) stands until they do.
  */
 #include "cpu/cpu_internal.h"
 
@@ -74,6 +84,10 @@ static const qmm_cpu_auto_row auto_rows[] = {
     {QMM_CPU_ISA_AVX2, QMM_TYPE_IQ4_XS, 1, 512, 32},
     {QMM_CPU_ISA_AVX2, QMM_TYPE_MXFP4, 1, 512, 16},
     {QMM_CPU_ISA_AVX2, QMM_TYPE_NVFP4, 1, 512, 16},
+    /* avx2, float weights (above) */
+    {QMM_CPU_ISA_AVX2, QMM_TYPE_F32, NO_INT8, 5},
+    {QMM_CPU_ISA_AVX2, QMM_TYPE_F16, NO_INT8, 5},
+    {QMM_CPU_ISA_AVX2, QMM_TYPE_BF16, NO_INT8, 5},
 };
 /* The codebook rows (iq4_nl, iq4_xs, mxfp4, nvfp4): the strategies called alternately in one
  * process, and

@@ -32,6 +32,8 @@ static const qmm_cpu_impl cpu_impls[] = {
      NULL, qmm_cpu_x86_matmul_fused_amx, QMM_PRECISION_F32, NULL},
     {QMM_STRATEGY_FUSED, "fused_amx_bf16", QMM_CPU_ISA_AMX, qmm_cpu_x86_fused_amx_has_type, NULL,
      qmm_cpu_x86_matmul_fused_amx, QMM_PRECISION_HALF, NULL},
+    {QMM_STRATEGY_FUSED, "fused_avx2", QMM_CPU_ISA_AVX2, NULL, NULL,
+     qmm_cpu_x86_matmul_fused_avx2, QMM_PRECISION_F32, qmm_cpu_x86_fused_avx2_kernel},
     {QMM_STRATEGY_FUSED, "fused_portable", QMM_CPU_ISA_GENERIC, NULL, NULL, qmm_cpu_matmul_fused,
      QMM_PRECISION_F32, NULL},
     {QMM_STRATEGY_INT8, "int8_amx", QMM_CPU_ISA_AMX, qmm_x86_gemv_int8_avx512_has_type, NULL,

@@ -329,3 +329,18 @@ qmm_status qmm_cpu_x86_matmul_gemv_avx2(qmm_context *ctx, const qmm_weights *w, 
         return qmm_error(QMM_ERR_INTERNAL, "gemv_avx2: no kernel for type %d", (int)w->type);
     return QMM_OK;
 }
+
+/* fused_avx2 in batch-invariant mode: up to the auto row's gemv_max_n the gemv kernels of
+ * the same order (gemv_avx2, gemv_avx512: bit-identical to fused_avx2 for every W row, X
+ * row and k), so one order serves every n at the speed of the decode path. */
+bool qmm_cpu_x86_fused_avx2_uses_gemv(const qmm_context *ctx, qmm_type type, int64_t n) {
+    const qmm_cpu_state *st = ctx->backend;
+    return (ctx->params.flags & QMM_FLAG_BATCH_INVARIANT) != 0 &&
+           n <= qmm_cpu_auto_lookup(st->isa, type).gemv_max_n && qmm_x86_gemv_avx2_has_type(type);
+}
+
+const char *qmm_cpu_x86_fused_avx2_kernel(const qmm_context *ctx, qmm_type type, int64_t n) {
+    if (!qmm_cpu_x86_fused_avx2_uses_gemv(ctx, type, n)) return "fused_avx2";
+    return ((const qmm_cpu_state *)ctx->backend)->isa >= QMM_CPU_ISA_AVX512 ? "gemv_avx512"
+                                                                            : "gemv_avx2";
+}

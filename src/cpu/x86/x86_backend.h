@@ -73,4 +73,14 @@ qmm_status qmm_cpu_x86_matmul_gemv_avx512(qmm_context *ctx, const qmm_weights *w
 qmm_status qmm_cpu_x86_matmul_gemv_avx2(qmm_context *ctx, const qmm_weights *w, int64_t n,
                                         const float *x, int64_t ldx, float *y, int64_t ldy);
 
+/* fused on AVX2 + FMA + F16C for every weight type (fused_avx2.c), precision class f32, in
+ * the gemv kernels' summation order (gemv_common.h): every output has the bits gemv_avx2 and
+ * gemv_avx512 give it. In batch-invariant mode, for n up to the auto table's gemv_max_n of
+ * the (ISA level, type), it runs those gemv kernels instead (same bits, the decode regime's
+ * speed) where they have the type; qmm_cpu_x86_fused_avx2_kernel names what runs. */
+qmm_status qmm_cpu_x86_matmul_fused_avx2(qmm_context *ctx, const qmm_weights *w, int64_t n,
+                                         const float *x, int64_t ldx, float *y, int64_t ldy);
+bool qmm_cpu_x86_fused_avx2_uses_gemv(const qmm_context *ctx, qmm_type type, int64_t n);
+const char *qmm_cpu_x86_fused_avx2_kernel(const qmm_context *ctx, qmm_type type, int64_t n);
+
 #endif /* QMM_CPU_X86_BACKEND_H */
