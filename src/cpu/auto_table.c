@@ -26,7 +26,7 @@
  *   int8_ab q4_1,q5_0,q5_1,q2_K,q3_K,iq4_nl,mxfp4,nvfp4 4608x1024,1024x4608 1,4,16,64,128
  *           gemv=avx2:off:gemv,int8=avx2:off:int8,fused=avx2:off:fused 9 2 4
  *   int8_ab <all 14 types> 4608x1024 256,512 int8=avx2:off:int8,fused=avx2:off:fused 3-5 2 2
- * (the numbers: bench/results/2026-12-01-spr-avx2-int8.md). The int8 gemv beat gemv_avx2 and
+ * (the numbers were not kept in a results file). The int8 gemv beat gemv_avx2 and
  * fused_portable at every n measured, 1..512, by 1.5-2x at n = 128..512 (fused_portable is the
  * only fused path at avx2), so int8 runs n = 1..512; n > 512 was not measured. gemv_max_n (gemv
  * vs fused above that) is the largest n of those grids where gemv_avx2 beat fused_portable on
@@ -39,7 +39,7 @@
  * so by CPU time per call with the two strategies alternated in one process, 1 thread:
  *   QMM_CPU_ISA=avx2 build/cpu_ab TYPE M K N gemv,fused 9 1 (dev/cpu_ab.c)   for TYPE in f32, f16, bf16,
  *   M x K in 4608x1024, 1024x4608, 512x1024, N in 2, 4, 5, 6, 8, 16, 32
- * (bench/results/2026-12-01-spr-avx2-fused.md has the numbers): gemv was faster through n = 5
+ * (bench/results/cpu-spr-avx2-fused.md has the numbers): gemv was faster through n = 5
  * on 4608x1024 and 1024x4608, fused from n = 6 (on 512x1024, whose W stays in L2, from n = 4).
  * The other avx2 types and the avx512 level have no measured row yet: the default row (gemv
  * through n = 8, the decode regime) stands until they do.
