@@ -68,6 +68,7 @@
 #include "core/types.h"
 #include "cpu/cpu_features.h"
 #include "qmm.h"
+#include "qmm_webgpu.h"
 #include "test_util.h"
 
 #ifdef QMM_WITH_CUDA
@@ -1940,6 +1941,28 @@ static int setup_backends(void) {
 #else
         print_message("[  SKIPPED ] backend cuda: this libqmm was built without the CUDA backend\n");
 #endif
+    }
+    be = &g_be[g_nbe];
+    memset(be, 0, sizeof *be);
+    snprintf(be->name, sizeof be->name, "webgpu");
+    if (selected("QMM_CONFORMANCE_BACKENDS", be->name)) {
+        tu_webgpu_env();
+        const qmm_status st = qmm_backend_check(QMM_BACKEND_WEBGPU);
+        if (st != QMM_OK) {
+            print_message("[  SKIPPED ] backend webgpu: %s\n", qmm_last_error());
+        } else {
+            be->kind = QMM_BACKEND_WEBGPU;
+            /* every WebGPU path is F32 class; a HALF variant would round to f16 as CUDA's */
+            be->prec[QMM_PRECISION_HALF] = (prec_model){0x1p-11, 0, 0x1p-25, 0, 0x1p-25};
+            be->half_f16 = true;
+            if (!add_backend(be, QMM_BACKEND_WEBGPU, NULL)) return -1;
+            qmm_webgpu_info info;
+            CHECK_OK(qmm_webgpu_get_info(be->ctx, &info));
+            /* the grid-limit cases (m = 524297, n > 8M) run on a GPU, not on a CPU adapter */
+            be->device_grid = strcmp(info.adapter_type, "CPU") != 0;
+            snprintf(be->name, sizeof be->name, "webgpu:%s", info.backend_api);
+            g_nbe++;
+        }
     }
     return g_nbe > 0 ? 0 : 1;
 }

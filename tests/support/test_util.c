@@ -1,6 +1,7 @@
 /* test_util.c — see test_util.h. */
 #include "test_util.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -154,4 +155,13 @@ bool tu_bits_equal(const float *a, int64_t lda, const float *b, int64_t ldb, int
     for (int64_t i = 0; i < rows; i++)
         if (memcmp(a + i * lda, b + i * ldb, (size_t)cols * sizeof(float)) != 0) return false;
     return true;
+}
+
+void tu_webgpu_env(void) {
+    const char *x = getenv("XDG_RUNTIME_DIR");
+    if (x != NULL && x[0] != '\0') return;
+    const char *tmp = getenv("TMPDIR");
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/qmm-xdg-XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
+    if (mkdtemp(dir) != NULL) setenv("XDG_RUNTIME_DIR", dir, 1); /* mkdtemp makes it 0700 */
 }
