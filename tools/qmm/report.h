@@ -5,7 +5,11 @@
  *   { "header": { "qmm_version", "date", "cpu", "features": [...], "backend", "threads",
  *                 "device", "command_line", "mem_read_gbps", "llc_bytes", "iters", "warmup",
  *                 "fill", "seed", "source", "verify", "batch_invariant", and for CUDA "gpu_copy_gbps",
- *                 "gpu_peak_tflops": {"f32", "half", "int8", "fp8"} },
+ *                 "gpu_peak_tflops": {"f32", "half", "int8", "fp8"}, for WebGPU "webgpu":
+ *                 {"adapter", "backend_api", "adapter_type", "driver", "vendor",
+ *                 "wgpu_version", "caller_device", "features": [...], "limits": {...},
+ *                 "fused_geometry": {"wg_m", "wg_n", "tile_m", "tile_n", "tile_k"},
+ *                 "timing"} },
  *     "rows": [ { "type", "label", "m", "k", "n", "count", "strategy", "ms", "gflops",
  *                 "gbps", "roof_pct" (CUDA; else null), "verified", "nmse", "max_rel_err", "max_abs_err", "n_nonfinite",
  *                 "x_sum", "w_sum", "y_sum", "copies", "status", "note" }, ... ],
@@ -20,6 +24,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+
+#include "qmm_webgpu.h"
 
 typedef enum { ROW_PASS = 0, ROW_FAIL = 1, ROW_SKIP = 2, ROW_UNVERIFIED = 3 } row_status;
 
@@ -52,6 +58,8 @@ typedef struct report_header {
     long long llc_bytes, iters, warmup, seed;
     bool verify;
     bool batch_invariant;           /* the context ran with QMM_FLAG_BATCH_INVARIANT */
+    const qmm_webgpu_info *webgpu;  /* WebGPU: the adapter, limits and features (NULL: none) */
+    const int *webgpu_geometry;     /* WebGPU: fused WG_M, WG_N, TILE_K */
 } report_header;
 
 typedef struct report report;
