@@ -386,6 +386,10 @@ static void release(qmm_wgpu_context *c) {
         W.wgpuBufferDestroy(c->params);
         W.wgpuBufferRelease(c->params);
     }
+    if (c->grids) {
+        W.wgpuBufferDestroy(c->grids);
+        W.wgpuBufferRelease(c->grids);
+    }
     if (c->layout) W.wgpuPipelineLayoutRelease(c->layout);
     if (c->bgl) W.wgpuBindGroupLayoutRelease(c->bgl);
     if (c->queue) W.wgpuQueueRelease(c->queue);
@@ -423,6 +427,7 @@ qmm_status qmm_wgpu_context_init(qmm_context *ctx) {
         st = qmm_wgpu_buffer_create(c, (uint64_t)QMM_WGPU_PARAM_SLOTS * QMM_WGPU_PARAM_STRIDE,
                                     WGPUBufferUsage_Uniform | WGPUBufferUsage_CopyDst,
                                     "creating the parameter buffer", &c->params);
+    if (st == QMM_OK) st = qmm_wgpu_grids_init(c);
     if (st != QMM_OK) {
         release(c);
         return st;

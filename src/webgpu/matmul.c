@@ -98,7 +98,7 @@ static qmm_status bind_group(qmm_wgpu_context *c, const qmm_wgpu_chunk *ch, WGPU
         }
         if (c->binds[victim].group && (!e->group || e->used < c->binds[victim].used)) victim = i;
     }
-    WGPUBindGroupEntry be[4];
+    WGPUBindGroupEntry be[5];
     memset(be, 0, sizeof be);
     be[0].binding = 0;
     be[0].buffer = ch->buf;
@@ -114,10 +114,13 @@ static qmm_status bind_group(qmm_wgpu_context *c, const qmm_wgpu_chunk *ch, WGPU
     be[3].binding = 3;
     be[3].buffer = c->params;
     be[3].size = sizeof(qmm_wgpu_params);
+    be[4].binding = 4;
+    be[4].buffer = c->grids;
+    be[4].size = W.wgpuBufferGetSize(c->grids);
     WGPUBindGroupDescriptor d;
     memset(&d, 0, sizeof d);
     d.layout = c->bgl;
-    d.entryCount = 4;
+    d.entryCount = 5;
     d.entries = be;
     qmm_wgpu_scope_push(c);
     WGPUBindGroup g = W.wgpuDeviceCreateBindGroup(c->device, &d);

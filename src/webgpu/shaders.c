@@ -7,7 +7,8 @@
  *      and column of an error in it are its own);
  *   2. the kernel's geometry constants (WG_M, WG_N, TILE_K; GV_ROWS, GV_LANES, GV_TOKENS);
  *   3. common.wgsl (bindings, parameters, byte reads, load_w8), the shared decoder snippets
- *      (types/kscale.wgsl) and the weight type's decoder types/<type>.wgsl (qmm_dec8).
+ *      (types/kscale.wgsl, types/codebook16.wgsl, types/iqgrids.wgsl) and the weight type's
+ *      decoder types/<type>.wgsl (qmm_dec8).
  * WGSL declarations at module scope may come in any order, so the kernel can use what
  * follows it. Every pipeline has the one explicit layout made here (so a candidate must use
  * the production bindings), and production pipelines are cached per (kernel, type, geometry).
@@ -83,7 +84,11 @@ char *qmm_wgpu_source(const char *kernel_text, qmm_wgpu_kernel kernel, qmm_type 
     const char *decoder = type_file(type, tf, sizeof tf);
     const char *common = qmm_wgsl_find("common.wgsl");
     const char *kscale = qmm_wgsl_find("types/kscale.wgsl");
-    if (decoder == NULL || common == NULL || kscale == NULL || kernel_text == NULL) return NULL;
+    const char *cb16 = qmm_wgsl_find("types/codebook16.wgsl");
+    const char *grids = qmm_wgsl_find("types/iqgrids.wgsl");
+    if (decoder == NULL || common == NULL || kscale == NULL || cb16 == NULL || grids == NULL ||
+        kernel_text == NULL)
+        return NULL;
     char consts[256];
     if (kernel == QMM_WGPU_KERNEL_GEMV)
         snprintf(consts, sizeof consts, "\nconst GV_ROWS: u32 = %du;\nconst GV_LANES: u32 = %du;\n"
@@ -92,7 +97,8 @@ char *qmm_wgpu_source(const char *kernel_text, qmm_wgpu_kernel kernel, qmm_type 
     else
         snprintf(consts, sizeof consts, "\nconst WG_M: u32 = %du;\nconst WG_N: u32 = %du;\n"
                  "const TILE_K: u32 = %du;\n", wg_m, wg_n, tile_k);
-    const char *parts[] = {kernel_text, consts, common, "\n", kscale, "\n", decoder, "\n"};
+    const char *parts[] = {kernel_text, consts, common, "\n", kscale, "\n", cb16, "\n", grids, "\n",
+                           decoder, "\n"};
     size_t len = 1;
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) len += strlen(parts[i]);
     char *s = malloc(len), *p = s;
@@ -107,9 +113,9 @@ char *qmm_wgpu_source(const char *kernel_text, qmm_wgpu_kernel kernel, qmm_type 
 }
 
 qmm_status qmm_wgpu_layout_init(qmm_wgpu_context *c) {
-    WGPUBindGroupLayoutEntry e[4];
+    WGPUBindGroupLayoutEntry e[5];
     memset(e, 0, sizeof e);
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 5; i++) {
         e[i].binding = (uint32_t)i;
         e[i].visibility = WGPUShaderStage_Compute;
     }
@@ -119,9 +125,10 @@ qmm_status qmm_wgpu_layout_init(qmm_wgpu_context *c) {
     e[3].buffer.type = WGPUBufferBindingType_Uniform;         /* P */
     e[3].buffer.hasDynamicOffset = 1;
     e[3].buffer.minBindingSize = sizeof(qmm_wgpu_params);
+    e[4].buffer.type = WGPUBufferBindingType_ReadOnlyStorage; /* G: the i-quant grids */
     WGPUBindGroupLayoutDescriptor bd;
     memset(&bd, 0, sizeof bd);
-    bd.entryCount = 4;
+    bd.entryCount = 5;
     bd.entries = e;
     qmm_wgpu_scope_push(c);
     c->bgl = W.wgpuDeviceCreateBindGroupLayout(c->device, &bd);

@@ -9,6 +9,7 @@
  *   shaders.c      WGSL assembly (kernel + shared snippets + type decoder) and the
  *                  pipeline cache, the shared bind group layout
  *   weights.c      weights: raw GGUF rows uploaded once as storage buffers (split by rows)
+ *   grids.c        the grid i-quants' codebooks as one storage buffer per context
  *   matmul.c       resolve/describe, bind group cache, parameters, dispatch, split, submit
  *   timer.c        qmm_timer_begin/end through timestamp queries
  *   backend.c      the ops table and the public qmm_webgpu_* functions
@@ -131,6 +132,7 @@ typedef struct qmm_wgpu_context {
     WGPUBindGroupLayout bgl;
     WGPUPipelineLayout layout;
     WGPUBuffer params;     /* QMM_WGPU_PARAM_SLOTS x QMM_WGPU_PARAM_STRIDE, uniform */
+    WGPUBuffer grids;      /* the grid i-quants' tables (grids.c), storage binding 4 */
 
     qmm_wgpu_buffer *bufs;
     size_t nbufs, cap_bufs;
@@ -231,6 +233,9 @@ const char *qmm_wgpu_kernel_text(qmm_wgpu_kernel kernel);
 void qmm_wgpu_pipelines_release(qmm_wgpu_context *c);
 /* Geometry checks against the kernel and the device's limits (message naming the values). */
 qmm_status qmm_wgpu_check_geometry(const qmm_wgpu_context *c, int wg_m, int wg_n, int tile_k);
+
+/* grids.c */
+qmm_status qmm_wgpu_grids_init(qmm_wgpu_context *c);
 
 /* weights.c */
 qmm_status qmm_wgpu_weights_init(qmm_context *ctx, qmm_weights *w, const void *data,

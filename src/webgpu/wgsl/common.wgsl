@@ -1,6 +1,7 @@
 // common.wgsl — what every kernel shares: the bindings and parameter block (the layout of
-// qmm_wgpu_params in src/webgpu/webgpu_internal.h), byte reads from the u32 words of the raw
-// GGUF rows, and the 8-element unit every type decoder returns.
+// qmm_wgpu_params in src/webgpu/webgpu_internal.h; the codebook table G of the grid types),
+// byte reads from the u32 words of the raw GGUF rows, and the 8-element unit every type
+// decoder returns.
 //
 // W rows start on 4-byte boundaries (row_words words apart); blocks inside a row sit at any
 // byte offset (an 18-byte q4_0 block at 18 b), so fields are read by byte address and
@@ -26,6 +27,8 @@ struct Params {
 @group(0) @binding(1) var<storage, read> X: array<f32>;
 @group(0) @binding(2) var<storage, read_write> Y: array<f32>;
 @group(0) @binding(3) var<uniform> P: Params;
+// The grid i-quants' codebooks (types/iqgrids.wgsl says where each table is).
+@group(0) @binding(4) var<storage, read> G: array<u32>;
 
 // Elements e .. e+7 of a W row: lo = e .. e+3, hi = e+4 .. e+7.
 struct W8 {
