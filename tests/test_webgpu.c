@@ -533,9 +533,26 @@ static void test_timer(void **state) {
     CHECK_OK(qmm_timer_end(g_ctx, &one));
     CHECK_OK(qmm_timer_begin(g_ctx));
     for (int i = 0; i < 3; i++) CHECK_OK(qmm_matmul(g_ctx, w, n, dx, k, dy, m));
+#ifdef QMM_WITH_WEBGPU
+    /* one timed compute pass per call (times alone are too noisy on a shared CPU to compare) */
+    assert_int_equal(qmm_wgpu_ctx(g_ctx)->timed_passes, 3);
+#endif
     CHECK_OK(qmm_timer_end(g_ctx, &three));
     print_message("timer: one fused call %.3f ms, three %.3f ms\n", one, three);
-    assert_true(one > 0.0 && three > one);
+    assert_true(one > 0.0 && three > 0.0 && one < 60000.0 && three < 60000.0);
+    /* more passes than a region holds: an error at qmm_timer_end, and the next region works */
+    CHECK_OK(qmm_timer_begin(g_ctx));
+#ifdef QMM_WITH_WEBGPU
+    qmm_wgpu_ctx(g_ctx)->timed_passes = QMM_WGPU_TIMED_PASSES; /* as if full */
+    CHECK_OK(qmm_matmul(g_ctx, w, n, dx, k, dy, m));
+    CHECK_ERR(qmm_timer_end(g_ctx, &three), QMM_ERR_UNSUPPORTED, "more than 512 compute passes");
+#else
+    CHECK_OK(qmm_timer_end(g_ctx, &three));
+#endif
+    CHECK_OK(qmm_timer_begin(g_ctx));
+    CHECK_OK(qmm_matmul(g_ctx, w, n, dx, k, dy, m));
+    CHECK_OK(qmm_timer_end(g_ctx, &one));
+    assert_true(one > 0.0);
     CHECK_OK(qmm_context_set_strategy(g_ctx, QMM_STRATEGY_AUTO));
     qmm_weights_free(w);
     qmm_buffer_free(g_ctx, dx);
