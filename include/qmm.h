@@ -426,8 +426,10 @@ typedef struct qmm_device_info {
 /**
  * Describe the device of a CUDA context and measure its copy bandwidth (allocates 2 GiB of
  * scratch device memory for the measurement, frees it, synchronizes the context's stream: call
- * it outside timed regions and graph capture). Errors: QMM_ERR_INVALID_ARGUMENT (NULL),
- * QMM_ERR_UNSUPPORTED (a CPU context), QMM_ERR_OUT_OF_MEMORY, QMM_ERR_BACKEND.
+ * it outside timed regions and graph capture). A WebGPU context fills only `name` (the
+ * adapter; qmm_webgpu_get_info in qmm_webgpu.h describes it fully), the rest 0.
+ * Errors: QMM_ERR_INVALID_ARGUMENT (NULL), QMM_ERR_UNSUPPORTED (a CPU context),
+ * QMM_ERR_OUT_OF_MEMORY, QMM_ERR_BACKEND.
  */
 QMM_API qmm_status qmm_context_device_info(qmm_context *ctx, qmm_device_info *out);
 
