@@ -13,8 +13,10 @@
  *
  * Generated from the tables, never from lists in this file:
  *   backends   CPU at every ISA level of cpu_features.h (QMM_CPU_ISA; a level the machine
- *              lacks must be refused and is reported as skipped), and CUDA when the library
- *              has it and a device is usable (otherwise one skip line; the CPU part still runs);
+ *              lacks must be refused and is reported as skipped), CUDA when the library
+ *              has it and a device is usable (otherwise one skip line; the CPU part still runs),
+ *              and WebGPU likewise (its adapter's API in the name, e.g. "webgpu:Vulkan"; the
+ *              grid-limit cases only on a GPU adapter, not on lavapipe);
  *   types      every id 0..QMM_TYPE_COUNT-1 with qmm_type_is_supported && qmm_type_is_weight;
  *              weights from qmm_quantize_rows where qmm_type_has_quantizer, otherwise random
  *              valid blocks (qmm_random_rows); scale fields from the type's layout
@@ -1951,10 +1953,7 @@ static int setup_backends(void) {
         if (st != QMM_OK) {
             print_message("[  SKIPPED ] backend webgpu: %s\n", qmm_last_error());
         } else {
-            be->kind = QMM_BACKEND_WEBGPU;
-            /* every WebGPU path is F32 class; a HALF variant would round to f16 as CUDA's */
-            be->prec[QMM_PRECISION_HALF] = (prec_model){0x1p-11, 0, 0x1p-25, 0, 0x1p-25};
-            be->half_f16 = true;
+            be->kind = QMM_BACKEND_WEBGPU; /* every WebGPU path is F32 class: no operand model */
             if (!add_backend(be, QMM_BACKEND_WEBGPU, NULL)) return -1;
             qmm_webgpu_info info;
             CHECK_OK(qmm_webgpu_get_info(be->ctx, &info));

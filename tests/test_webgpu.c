@@ -11,10 +11,12 @@
  *     dispatches over maxComputeWorkgroupsPerDimension (more dispatches) — against the
  *     reference;
  *   - a caller's device and queue, and a caller's buffer imported as X;
- *   - the timer: timestamp queries, errors out of order.
+ *   - the timer: timestamp queries, errors out of order;
+ *   - threads with their own contexts at once give the bits of a solo run.
  * Skips (77) only when no Vulkan adapter exists (lavapipe: apt-get install mesa-vulkan-drivers).
  */
 #include <math.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -560,6 +562,88 @@ static void test_timer(void **state) {
     free(q);
 }
 
+/* ---------------------------------------------------------------------------------------
+ * Threads: one context each, at the same time
+ * ------------------------------------------------------------------------------------- */
+
+typedef struct thread_job {
+    qmm_type type;
+    int64_t m, k, n;
+    const void *q;
+    size_t rb;
+    const float *x, *expect; /* expect: the solo run, gemv then fused (2 x n x m) */
+    int mismatches;
+    char error[256];
+} thread_job;
+
+static void *thread_run(void *arg) {
+    thread_job *j = arg;
+    qmm_context_params p = qmm_context_default_params();
+    p.backend = QMM_BACKEND_WEBGPU;
+    qmm_context *ctx = NULL;
+    qmm_weights *w = NULL;
+    void *dx = NULL, *dy = NULL;
+    const size_t yb = sizeof(float) * (size_t)(j->n * j->m);
+    float *y = malloc(yb);
+    qmm_status st = y ? qmm_context_create(&p, &ctx) : QMM_ERR_OUT_OF_MEMORY;
+    if (st == QMM_OK) st = qmm_weights_create(ctx, j->type, j->m, j->k, j->q, j->rb, &w);
+    if (st == QMM_OK) st = qmm_buffer_alloc(ctx, sizeof(float) * (size_t)(j->n * j->k), &dx);
+    if (st == QMM_OK) st = qmm_buffer_alloc(ctx, yb, &dy);
+    if (st == QMM_OK) st = qmm_buffer_upload(ctx, dx, j->x, sizeof(float) * (size_t)(j->n * j->k));
+    for (int it = 0; it < 6 && st == QMM_OK; it++) {
+        const int s = it & 1;
+        st = qmm_context_set_strategy(ctx, s ? QMM_STRATEGY_FUSED : QMM_STRATEGY_GEMV);
+        if (st == QMM_OK) st = qmm_matmul(ctx, w, j->n, dx, j->k, dy, j->m);
+        if (st == QMM_OK) st = qmm_buffer_download(ctx, y, dy, yb);
+        if (st == QMM_OK && memcmp(y, j->expect + (size_t)s * (size_t)(j->n * j->m), yb) != 0) j->mismatches++;
+    }
+    if (st != QMM_OK) snprintf(j->error, sizeof j->error, "%s: %s", qmm_status_str(st), qmm_last_error());
+    qmm_buffer_free(ctx, dx);
+    qmm_buffer_free(ctx, dy);
+    qmm_weights_free(w);
+    qmm_context_free(ctx);
+    free(y);
+    return NULL;
+}
+
+static void test_threads(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(0x7EAD);
+    const int64_t m = 90, k = 512, n = 11;
+    thread_job jobs[2];
+    void *qs[2];
+    float *xs[2], *expect[2];
+    for (int t = 0; t < 2; t++) {
+        const qmm_type type = t ? QMM_TYPE_IQ2_XS : QMM_TYPE_Q5_K;
+        size_t rb;
+        qs[t] = make_rows(type, m, k, &r, &rb);
+        xs[t] = malloc(sizeof(float) * (size_t)(n * k));
+        tu_fill_uniform(&r, xs[t], (size_t)(n * k), -1, 1);
+        qmm_weights *w;
+        CHECK_OK(qmm_weights_create(g_ctx, type, m, k, qs[t], rb, &w));
+        expect[t] = malloc(2 * sizeof(float) * (size_t)(n * m));
+        for (int s = 0; s < 2; s++) {
+            CHECK_OK(qmm_context_set_strategy(g_ctx, s ? QMM_STRATEGY_FUSED : QMM_STRATEGY_GEMV));
+            float *y = run(g_ctx, w, m, k, n, xs[t]);
+            memcpy(expect[t] + (size_t)s * (size_t)(n * m), y, sizeof(float) * (size_t)(n * m));
+            free(y);
+        }
+        qmm_weights_free(w);
+        jobs[t] = (thread_job){type, m, k, n, qs[t], rb, xs[t], expect[t], 0, ""};
+    }
+    CHECK_OK(qmm_context_set_strategy(g_ctx, QMM_STRATEGY_AUTO));
+    pthread_t th[2];
+    for (int t = 0; t < 2; t++) assert_int_equal(pthread_create(&th[t], NULL, thread_run, &jobs[t]), 0);
+    for (int t = 0; t < 2; t++) pthread_join(th[t], NULL);
+    for (int t = 0; t < 2; t++) {
+        if (jobs[t].error[0]) fail_msg("thread %d: %s", t, jobs[t].error);
+        assert_int_equal(jobs[t].mismatches, 0);
+        free(qs[t]);
+        free(xs[t]);
+        free(expect[t]);
+    }
+}
+
 int main(void) {
     tu_webgpu_env();
     const qmm_status st = qmm_backend_check(QMM_BACKEND_WEBGPU);
@@ -579,6 +663,7 @@ int main(void) {
         cmocka_unit_test(test_splits),
         cmocka_unit_test(test_caller_device),
         cmocka_unit_test(test_timer),
+        cmocka_unit_test(test_threads),
     };
     const int rc = cmocka_run_group_tests(tests, NULL, NULL);
     qmm_context_free(g_ctx);

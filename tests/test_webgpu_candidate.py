@@ -28,6 +28,7 @@ apt-get install mesa-vulkan-drivers libvulkan1).
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -105,8 +106,17 @@ def main():
     if not QMM or not os.path.exists(QMM):
         print("QMM_BIN is not set or missing: the qmm tool was not built")
         return 77
+    xdg = None
     if not os.environ.get("XDG_RUNTIME_DIR"):
-        os.environ["XDG_RUNTIME_DIR"] = tempfile.mkdtemp(prefix="qmm-xdg-")  # 0700
+        xdg = os.environ["XDG_RUNTIME_DIR"] = tempfile.mkdtemp(prefix="qmm-xdg-")  # 0700
+    try:
+        return checks()
+    finally:
+        if xdg:
+            shutil.rmtree(xdg, ignore_errors=True)
+
+
+def checks():
     usage_checks()
     with open(FUSED) as f:
         fused = f.read()

@@ -3,6 +3,7 @@
  * tables of src/formats/iq_grids.h, in the word layout wgsl/types/iqgrids.wgsl names
  * (G_KSIGNS, G_IQ2XXS, ...). Made once per context; the offsets below must equal those.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "formats/iq_grids.h"
@@ -25,8 +26,8 @@ static void put64(uint32_t *g, int off, const uint64_t *t, int n) {
 }
 
 qmm_status qmm_wgpu_grids_init(qmm_wgpu_context *c) {
-    static uint32_t g[G_WORDS]; /* the same bytes for every context */
-    memset(g, 0, sizeof g);
+    uint32_t *g = calloc(G_WORDS, sizeof *g); /* per call: contexts share no mutable state */
+    if (g == NULL) return qmm_error(QMM_ERR_OUT_OF_MEMORY, "WebGPU backend: out of host memory");
     for (int i = 0; i < 128; i++) g[G_KSIGNS + i / 4] |= (uint32_t)ksigns_iq2xs[i] << (8 * (i % 4));
     put64(g, G_IQ2XXS, iq2xxs_grid, 256);
     put64(g, G_IQ2XS, iq2xs_grid, 512);
@@ -34,8 +35,10 @@ qmm_status qmm_wgpu_grids_init(qmm_wgpu_context *c) {
     memcpy(g + G_IQ3XXS, iq3xxs_grid, 256 * sizeof(uint32_t));
     memcpy(g + G_IQ3S, iq3s_grid, 512 * sizeof(uint32_t));
     put64(g, G_IQ1S, iq1s_grid, 2048);
-    qmm_status st = qmm_wgpu_buffer_create(c, sizeof g, WGPUBufferUsage_Storage | WGPUBufferUsage_CopyDst,
+    const uint64_t bytes = (uint64_t)G_WORDS * sizeof *g;
+    qmm_status st = qmm_wgpu_buffer_create(c, bytes, WGPUBufferUsage_Storage | WGPUBufferUsage_CopyDst,
                                            "creating the i-quant grid buffer", &c->grids);
-    if (st == QMM_OK) st = qmm_wgpu_write(c, c->grids, 0, g, sizeof g);
+    if (st == QMM_OK) st = qmm_wgpu_write(c, c->grids, 0, g, bytes);
+    free(g);
     return st;
 }

@@ -3,6 +3,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 
 tu_rng tu_rng_make(uint64_t seed) {
@@ -157,11 +158,16 @@ bool tu_bits_equal(const float *a, int64_t lda, const float *b, int64_t ldb, int
     return true;
 }
 
+static char tu_xdg_dir[512];
+
+static void tu_xdg_remove(void) { rmdir(tu_xdg_dir); } /* only if nothing was left in it */
+
 void tu_webgpu_env(void) {
     const char *x = getenv("XDG_RUNTIME_DIR");
     if (x != NULL && x[0] != '\0') return;
     const char *tmp = getenv("TMPDIR");
-    char dir[512];
-    snprintf(dir, sizeof dir, "%s/qmm-xdg-XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
-    if (mkdtemp(dir) != NULL) setenv("XDG_RUNTIME_DIR", dir, 1); /* mkdtemp makes it 0700 */
+    snprintf(tu_xdg_dir, sizeof tu_xdg_dir, "%s/qmm-xdg-XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
+    if (mkdtemp(tu_xdg_dir) == NULL) return; /* mkdtemp makes it 0700 */
+    setenv("XDG_RUNTIME_DIR", tu_xdg_dir, 1);
+    atexit(tu_xdg_remove);
 }
