@@ -8,7 +8,7 @@
 # git; see docs/CUDA.md for how to fill it) and are unpacked under /tmp/deps, not into /.
 # Usage: bash bench/gpu_run.sh [PHASE...]   PHASE: ctest test_cuda memcheck racecheck synccheck
 #        bench bench_quick bench_types plant cuda_tests resid resid_sanitize bench_graph
-#        auto_sweep exec (default: ctest memcheck racecheck synccheck bench).
+#        auto_sweep exec webgpu webgpu_bench (default: ctest memcheck racecheck synccheck bench).
 #        bench_types: qmm bench --backend cuda on BENCH_TYPES at BENCH_NS.
 #        resid: the residency / cache-policy / graph tests of test_cuda one by one (each line
 #        says what it checks), then the memory report of qmm bench under each cache policy.
@@ -24,6 +24,12 @@
 #        plant: tests/plant/cuda_plant.sh (planted defects must be caught by test_conformance;
 #        PLANT_ONLY=REGEX plants only the defects whose names match). QMM_NO_BUILD=1 skips
 #        the build (for phases that build their own, like plant).
+#        webgpu: the WebGPU backend on the GPU through Vulkan (wgpu-native from .deps/wgpu-native,
+#        put there by scripts/deps.sh; the Vulkan loader and GL vendor-neutral libraries as
+#        Debian 12 .debs in .deps/vulkan, unpacked into / as docs/WEBGPU.md "On the H200" says):
+#        its tests (test_webgpu, test_webgpu_candidate, the conformance suite on webgpu alone)
+#        and qmm bench --backend webgpu (WEBGPU_BENCH_TYPES at WEBGPU_BENCH_NS, then
+#        4096x14336 q4_0 at n = 1). webgpu_bench: only the bench part.
 set -uo pipefail
 PHASES=${*:-ctest memcheck racecheck synccheck bench}
 want() { case " $PHASES " in *" $1 "*) return 0;; esac; return 1; }
@@ -195,6 +201,35 @@ if want exec; then
   echo "== exec: ${GPU_RUN_EXEC:-}"
   eval "${GPU_RUN_EXEC:-true}"
   echo "exec rc=$?"
+fi
+
+if want webgpu || want webgpu_bench; then
+  echo "== webgpu: Vulkan through the NVIDIA driver"
+  if [ -d .deps/vulkan ]; then
+    for f in .deps/vulkan/*.deb; do dpkg -x "$f" /; done
+    ldconfig
+  fi
+  export VK_DRIVER_FILES=${VK_DRIVER_FILES:-/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json}
+  XDG_RUNTIME_DIR=$(mktemp -d) # 0700: libwayland wants a private one
+  export XDG_RUNTIME_DIR
+  ls -la "$VK_DRIVER_FILES" /usr/lib/x86_64-linux-gnu/libvulkan.so.1 2>&1 | sed 's/^/  /'
+  if want webgpu; then
+    timeout 120 "$BUILD/tests/test_webgpu" > "$OUT/test_webgpu.log" 2>&1
+    echo "test_webgpu rc=$?"; grep -E "adapter:|timer:|OK|FAILED|PASSED|SKIPPED|skipped" "$OUT/test_webgpu.log" | head -20
+    (cd "$BUILD" && timeout 240 ctest --output-on-failure -R 'webgpu_candidate|install' --timeout 230) \
+      > "$OUT/ctest_webgpu.log" 2>&1
+    echo "ctest (webgpu_candidate, install) rc=$?"; grep -E "tests passed|Test +#|FAIL|webgpu program" "$OUT/ctest_webgpu.log" | head -20
+    QMM_CONFORMANCE_BACKENDS=webgpu OMP_WAIT_POLICY=passive timeout ${WEBGPU_CONFORMANCE_TIMEOUT:-240} \
+      "$BUILD/tests/test_conformance" > "$OUT/conformance_webgpu.log" 2>&1
+    echo "test_conformance (webgpu) rc=$?"; grep -E "backends:|FAILED|PASSED|bad outputs" "$OUT/conformance_webgpu.log" | head -20
+  fi
+  timeout ${WEBGPU_BENCH_TIMEOUT:-150} "$BUILD/tools/qmm/qmm" bench --backend webgpu \
+    --types "${WEBGPU_BENCH_TYPES:-q4_0,q4_K,q6_K,q8_0,f16}" --n "${WEBGPU_BENCH_NS:-1,512,2048}" \
+    --iters 10 --warmup 2 --json "$OUT/qmm_bench_webgpu.json" > "$OUT/qmm_bench_webgpu.log" 2>&1
+  echo "qmm bench --backend webgpu rc=$?"; cat "$OUT/qmm_bench_webgpu.log"
+  timeout 60 "$BUILD/tools/qmm/qmm" bench --backend webgpu --types q4_0 --shape 4096x14336 --n 1 \
+    --iters 20 --warmup 3 --json "$OUT/qmm_bench_webgpu_4096x14336.json" > "$OUT/qmm_bench_webgpu_big.log" 2>&1
+  echo "qmm bench --backend webgpu 4096x14336 rc=$?"; grep -E "q4_0|passed" "$OUT/qmm_bench_webgpu_big.log"
 fi
 
 if want plant; then

@@ -14,8 +14,10 @@
  *   n = 1..8 is decode (the GEMV regime); n >= 16 is prefill (the GEMM regime).
  *
  * Pointers X and Y live in the memory space of the context's backend: host memory for
- * QMM_BACKEND_CPU, device memory for QMM_BACKEND_CUDA (as with cuBLAS). Weights are always
- * given as host bytes at creation; the library copies (and may repack or upload) them.
+ * QMM_BACKEND_CPU, device memory for QMM_BACKEND_CUDA (as with cuBLAS), addresses inside
+ * buffers from qmm_buffer_alloc (or imported WGPUBuffers, qmm_webgpu.h) for
+ * QMM_BACKEND_WEBGPU. Weights are always given as host bytes at creation; the library copies
+ * (and may repack or upload) them.
  *
  * Types are GGML's block formats, bit-exact: see docs/FORMATS.md and ggml's ggml-common.h /
  * ggml-quants.c and the Python reference gguf.quants, which are the authority.
@@ -213,14 +215,23 @@ QMM_API qmm_status qmm_matmul_ref(qmm_type type, int64_t m, int64_t k, const voi
 
 /** Where a context computes, and so which memory space X and Y pointers live in. */
 typedef enum qmm_backend {
-    QMM_BACKEND_CPU = 0,  /**< host memory; portable C plus runtime-dispatched x86 SIMD */
-    QMM_BACKEND_CUDA = 1  /**< NVIDIA GPUs; device pointers; ordered on the context's stream */
+    QMM_BACKEND_CPU = 0,   /**< host memory; portable C plus runtime-dispatched x86 SIMD */
+    QMM_BACKEND_CUDA = 1,  /**< NVIDIA GPUs; device pointers; ordered on the context's stream */
+    QMM_BACKEND_WEBGPU = 2 /**< WebGPU through wgpu-native (loaded at run time; Vulkan on Linux);
+                                X and Y in WebGPU buffers; ordered on the device's queue */
 } qmm_backend;
 
-/** "cpu" or "cuda" (NULL for an unknown value). */
+/** "cpu", "cuda" or "webgpu" (NULL for an unknown value). */
 QMM_API const char *qmm_backend_name(qmm_backend backend);
-/** True if this build and machine can run `backend` (CUDA: built with CUDA and a GPU found). */
+/** True if this build and machine can run `backend` (CUDA: built with CUDA and a GPU found;
+ *  WebGPU: built with it, wgpu-native loadable and a Vulkan/Metal/D3D12 adapter found). */
 QMM_API bool qmm_backend_available(qmm_backend backend);
+/**
+ * QMM_OK if `backend` can run here; otherwise the status a context creation would give
+ * (QMM_ERR_UNSUPPORTED: not built, library missing, no device), with qmm_last_error()
+ * saying why (e.g. every path wgpu-native was looked for).
+ */
+QMM_API qmm_status qmm_backend_check(qmm_backend backend);
 
 /**
  * How a matmul is computed (docs/CONTRACT.md, "Strategies"). AUTO takes the fastest path measured for
@@ -316,6 +327,9 @@ typedef struct qmm_context_params {
     qmm_cache_policy cache;/**< copies of W the backend may make (default QMM_CACHE_DEFAULT) */
     double cache_limit;    /**< QMM_CACHE_LIMIT: copies <= this x GGUF bytes (finite, >= 0;
                                 default 0; must be 0 with the other policies) */
+    void *webgpu_device;   /**< a WGPUDevice owned by the caller (with webgpu_queue), or NULL:
+                                the context creates its own instance, adapter and device */
+    void *webgpu_queue;    /**< that device's WGPUQueue (qmm_webgpu.h) */
 } qmm_context_params;
 
 typedef struct qmm_context qmm_context; /**< opaque: backend state, threads, workspaces */
@@ -480,7 +494,8 @@ QMM_API bool qmm_diff_ok(const qmm_diff *d, double max_nmse, double max_rel);
 
 /**
  * Allocate `bytes` (> 0) in the context's memory space: 64-byte aligned host memory for the
- * CPU, device memory (cudaMalloc) for CUDA. Contents are undefined.
+ * CPU, device memory (cudaMalloc) for CUDA, a WebGPU storage buffer for WebGPU (the pointer
+ * is an address of a reservation that no host code may dereference). Contents are undefined.
  * Errors: QMM_ERR_INVALID_ARGUMENT, QMM_ERR_OUT_OF_MEMORY, QMM_ERR_BACKEND.
  */
 QMM_API qmm_status qmm_buffer_alloc(qmm_context *ctx, size_t bytes, void **out);
@@ -503,6 +518,8 @@ QMM_API qmm_status qmm_context_synchronize(qmm_context *ctx);
  * Time a region of work queued on the context: qmm_timer_begin marks the start (a CUDA
  * event recorded on the stream; a monotonic clock read on the CPU), qmm_timer_end marks the
  * end, waits for it and returns the elapsed milliseconds. Not reentrant per context.
+ * WebGPU: the sum of the GPU time of the compute passes of the matmuls in the region
+ * (timestamp queries at each pass's start and end; needs the timestamp-query feature).
  */
 QMM_API qmm_status qmm_timer_begin(qmm_context *ctx);
 /** End the region begun by qmm_timer_begin; *ms gets the elapsed milliseconds (see above). */
@@ -552,8 +569,10 @@ typedef struct qmm_device_info {
 /**
  * Describe the device of a CUDA context and measure its copy bandwidth (allocates 2 GiB of
  * scratch device memory for the measurement, frees it, synchronizes the context's stream: call
- * it outside timed regions and graph capture). Errors: QMM_ERR_INVALID_ARGUMENT (NULL),
- * QMM_ERR_UNSUPPORTED (a CPU context), QMM_ERR_OUT_OF_MEMORY, QMM_ERR_BACKEND.
+ * it outside timed regions and graph capture). A WebGPU context fills only `name` (the
+ * adapter; qmm_webgpu_get_info in qmm_webgpu.h describes it fully), the rest 0.
+ * Errors: QMM_ERR_INVALID_ARGUMENT (NULL), QMM_ERR_UNSUPPORTED (a CPU context),
+ * QMM_ERR_OUT_OF_MEMORY, QMM_ERR_BACKEND.
  */
 QMM_API qmm_status qmm_context_device_info(qmm_context *ctx, qmm_device_info *out);
 

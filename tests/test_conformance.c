@@ -14,8 +14,10 @@
  * Generated from the tables, never from lists in this file:
  *   backends   CPU at every ISA level of cpu_features.h (QMM_CPU_ISA; a level the machine
  *              lacks must be refused and is reported as skipped; on a CPU with AVX-VNNI also
- *              avx2 without it, "cpu:avx2-novnni", QMM_CPU_AVX_VNNI=off), and CUDA when the library
- *              has it and a device is usable (otherwise one skip line; the CPU part still runs);
+ *              avx2 without it, "cpu:avx2-novnni", QMM_CPU_AVX_VNNI=off), CUDA when the library
+ *              has it and a device is usable (otherwise one skip line; the CPU part still runs),
+ *              and WebGPU likewise (its adapter's API in the name, e.g. "webgpu:Vulkan"; the
+ *              grid-limit cases only on a GPU adapter, not on lavapipe);
  *   types      every id 0..QMM_TYPE_COUNT-1 with qmm_type_is_supported && qmm_type_is_weight;
  *              weights from qmm_quantize_rows where qmm_type_has_quantizer, otherwise random
  *              valid blocks (qmm_random_rows); scale fields from the type's layout
@@ -69,6 +71,7 @@
 #include "core/types.h"
 #include "cpu/cpu_features.h"
 #include "qmm.h"
+#include "qmm_webgpu.h"
 #include "test_util.h"
 
 #ifdef QMM_WITH_CUDA
@@ -1957,6 +1960,25 @@ static int setup_backends(void) {
 #else
         print_message("[  SKIPPED ] backend cuda: this libqmm was built without the CUDA backend\n");
 #endif
+    }
+    be = &g_be[g_nbe];
+    memset(be, 0, sizeof *be);
+    snprintf(be->name, sizeof be->name, "webgpu");
+    if (selected("QMM_CONFORMANCE_BACKENDS", be->name)) {
+        tu_webgpu_env();
+        const qmm_status st = qmm_backend_check(QMM_BACKEND_WEBGPU);
+        if (st != QMM_OK) {
+            print_message("[  SKIPPED ] backend webgpu: %s\n", qmm_last_error());
+        } else {
+            be->kind = QMM_BACKEND_WEBGPU; /* every WebGPU path is F32 class: no operand model */
+            if (!add_backend(be, QMM_BACKEND_WEBGPU, NULL)) return -1;
+            qmm_webgpu_info info;
+            CHECK_OK(qmm_webgpu_get_info(be->ctx, &info));
+            /* the grid-limit cases (m = 524297, n > 8M) run on a GPU, not on a CPU adapter */
+            be->device_grid = strcmp(info.adapter_type, "CPU") != 0;
+            snprintf(be->name, sizeof be->name, "webgpu:%s", info.backend_api);
+            g_nbe++;
+        }
     }
     return g_nbe > 0 ? 0 : 1;
 }

@@ -41,6 +41,7 @@ const char *qmm_backend_name(qmm_backend b) {
     switch (b) {
     case QMM_BACKEND_CPU: return "cpu";
     case QMM_BACKEND_CUDA: return "cuda";
+    case QMM_BACKEND_WEBGPU: return "webgpu";
     }
     return NULL;
 }
@@ -49,23 +50,32 @@ static const qmm_backend_ops *backend_ops(qmm_backend b) {
     switch (b) {
     case QMM_BACKEND_CPU: return &qmm_cpu_backend_ops;
     case QMM_BACKEND_CUDA: return qmm_cuda_backend_ops();
+    case QMM_BACKEND_WEBGPU: return qmm_webgpu_backend_ops();
     }
     return NULL;
 }
 
-bool qmm_backend_available(qmm_backend b) {
-    if (b == QMM_BACKEND_CPU) return true;
-    if (b != QMM_BACKEND_CUDA || backend_ops(b) == NULL) return false;
-    /* A probe context tells whether a device is usable. */
+qmm_status qmm_backend_check(qmm_backend b) {
+    if (b == QMM_BACKEND_CPU) return QMM_OK;
+    if (b != QMM_BACKEND_CUDA && b != QMM_BACKEND_WEBGPU)
+        return qmm_error(QMM_ERR_INVALID_ARGUMENT, "unknown backend %d", (int)b);
+    /* A probe context tells whether a device is usable (QMM_STRATEGY must not matter). */
     qmm_context_params p = qmm_context_default_params();
     p.backend = b;
-    p.strategy = QMM_STRATEGY_AUTO;
+    p.strategy = QMM_STRATEGY_GEMV;
     qmm_context *ctx = NULL;
+    qmm_status st = qmm_context_create(&p, &ctx);
+    qmm_context_free(ctx);
+    return st;
+}
+
+bool qmm_backend_available(qmm_backend b) {
+    if (b == QMM_BACKEND_CPU) return true;
+    if ((b != QMM_BACKEND_CUDA && b != QMM_BACKEND_WEBGPU) || backend_ops(b) == NULL) return false;
     char saved[1024];
     strncpy(saved, qmm_last_error(), sizeof saved - 1);
     saved[sizeof saved - 1] = 0;
-    qmm_status st = qmm_context_create(&p, &ctx);
-    qmm_context_free(ctx);
+    qmm_status st = qmm_backend_check(b);
     if (st != QMM_OK) qmm_error(QMM_OK, "%s", saved); /* a probe leaves no error behind */
     return st == QMM_OK;
 }
@@ -82,6 +92,8 @@ qmm_context_params qmm_context_default_params(void) {
     p.cuda_stream = NULL;
     p.cache = QMM_CACHE_DEFAULT;
     p.cache_limit = 0.0;
+    p.webgpu_device = NULL;
+    p.webgpu_queue = NULL;
     return p;
 }
 
@@ -89,8 +101,11 @@ qmm_status qmm_context_create(const qmm_context_params *params, qmm_context **ou
     if (out == NULL) return qmm_error(QMM_ERR_INVALID_ARGUMENT, "qmm_context_create: out is NULL");
     qmm_context_params p = params ? *params : qmm_context_default_params();
     const qmm_backend_ops *ops = backend_ops(p.backend);
-    if (p.backend != QMM_BACKEND_CPU && p.backend != QMM_BACKEND_CUDA)
+    if (p.backend != QMM_BACKEND_CPU && p.backend != QMM_BACKEND_CUDA && p.backend != QMM_BACKEND_WEBGPU)
         return qmm_error(QMM_ERR_INVALID_ARGUMENT, "unknown backend %d", (int)p.backend);
+    if (p.backend != QMM_BACKEND_WEBGPU && (p.webgpu_device != NULL || p.webgpu_queue != NULL))
+        return qmm_error(QMM_ERR_INVALID_ARGUMENT, "webgpu_device/webgpu_queue are given for a %s "
+                         "context (they belong to QMM_BACKEND_WEBGPU)", qmm_backend_name(p.backend));
     if (ops == NULL)
         return qmm_error(QMM_ERR_UNSUPPORTED, "backend '%s' was not built into this libqmm",
                          qmm_backend_name(p.backend));

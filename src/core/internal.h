@@ -101,5 +101,7 @@ struct qmm_backend_ops {
 extern const qmm_backend_ops qmm_cpu_backend_ops;
 /* NULL when built without CUDA. */
 const qmm_backend_ops *qmm_cuda_backend_ops(void);
+/* NULL when built without WebGPU. */
+const qmm_backend_ops *qmm_webgpu_backend_ops(void);
 
 #endif /* QMM_CORE_INTERNAL_H */

@@ -34,9 +34,11 @@
 #include "opts.h"
 #include "presets.h"
 #include "qmm.h"
+#include "qmm_webgpu.h"
 #include "report.h"
 #include "sysinfo.h"
 #include "verify.h"
+#include "webgpu_geometry.h"
 
 #define BENCH_DEFAULT_N 512
 #define BENCH_DEFAULT_ITERS 3
@@ -84,6 +86,7 @@ typedef struct bench_opts {
     qmm_cache_policy cache; /* --cache */
     double cache_limit;
     char cache_text[48];  /* as the header prints it: "default", "none", "unlimited", "limit X" */
+    webgpu_geometry geom; /* WebGPU fused geometry (environment, then flags) */
 } bench_opts;
 
 static void usage(FILE *f) {
@@ -107,9 +110,17 @@ static void usage(FILE *f) {
         "  --n LIST           token counts n (default %d)\n"
         "  --strategy LIST    qmm strategies, e.g. fused or gemv,fused (default auto; the\n"
         "                     env QMM_STRATEGY replaces auto); rows show the resolved one\n"
-        "  --backend cpu|cuda backend (default cpu); cuda keeps X and Y in device memory\n"
-        "  --candidate FILE.cu  compare a run-time compiled CUDA kernel with the production\n"
-        "                     gemv kernel (qmm bench --candidate F --help; docs/BENCH.md)\n"
+        "  --backend cpu|cuda|webgpu  backend (default cpu); cuda and webgpu keep X and Y in\n"
+        "                     device memory (webgpu: WebGPU buffers; times from timestamp\n"
+        "                     queries)\n"
+        "  --candidate FILE.cu|FILE.wgsl  compare a run-time compiled CUDA kernel with the\n"
+        "                     production gemv kernel, or a WGSL kernel with the production\n"
+        "                     fused or gemv kernel (qmm bench --candidate F --help; docs/BENCH.md)\n"
+        "webgpu fused geometry (env WG_M, WG_N, TILE_K, TILE_M, TILE_N; flags replace them;\n"
+        "checked against the kernel and the adapter's limits before anything runs):\n"
+        "  --wg-m N, --wg-n N threads per workgroup along m and n (2, 4, 8, 16, 32; default 16)\n"
+        "  --tile-k N         k per step through workgroup memory (8, 16, 32, 64; default 32)\n"
+        "  --tile-m 4, --tile-n 4  the thread tile: only 4 (four named vec4 accumulators)\n"
         "\n"
         "how:\n"
         "  --iters N          timed calls per row, median reported (default %d; env ITERS)\n"
@@ -186,7 +197,7 @@ static bool parse_shapes(const char *s, bench_opts *o) {
 enum {
     OPT_PRESET = 256, OPT_MODEL, OPT_SHAPE, OPT_WHOLE, OPT_TYPES, OPT_N, OPT_ITERS, OPT_WARMUP,
     OPT_THREADS, OPT_STRATEGY, OPT_BACKEND, OPT_FILL, OPT_SEED, OPT_JSON, OPT_CSV, OPT_VERIFY,
-    OPT_NO_VERIFY, OPT_BATCH_INVARIANT, OPT_CACHE
+    OPT_NO_VERIFY, OPT_BATCH_INVARIANT, OPT_CACHE, OPT_GEOM
 };
 
 /* --cache: a policy name or a limit (a plain decimal number >= 0, at most 1e6). */
@@ -235,6 +246,11 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
         {"no-verify", no_argument, NULL, OPT_NO_VERIFY},
         {"batch-invariant", no_argument, NULL, OPT_BATCH_INVARIANT},
         {"cache", required_argument, NULL, OPT_CACHE},
+        {"wg-m", required_argument, NULL, OPT_GEOM},
+        {"wg-n", required_argument, NULL, OPT_GEOM},
+        {"tile-k", required_argument, NULL, OPT_GEOM},
+        {"tile-m", required_argument, NULL, OPT_GEOM},
+        {"tile-n", required_argument, NULL, OPT_GEOM},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -267,12 +283,17 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
         }
     }
 
+    webgpu_geometry flags;
+    memset(&flags, 0, sizeof flags);
     opterr = 0;
     optind = 0; /* GNU: full re-initialization */
-    int c;
-    while ((c = getopt_long(argc, argv, ":h", long_opts, NULL)) != -1) {
+    int c, li = -1;
+    while ((c = getopt_long(argc, argv, ":h", long_opts, &li)) != -1) {
         int64_t v;
         switch (c) {
+        case OPT_GEOM:
+            if (webgpu_geometry_flag(&flags, long_opts[li].name, optarg) != 1) return 2;
+            break;
         case OPT_PRESET:
             o->preset = bench_preset_find(optarg);
             if (o->preset == NULL) {
@@ -307,9 +328,10 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
         case OPT_BACKEND:
             if (strcmp(optarg, "cpu") == 0) o->backend = QMM_BACKEND_CPU;
             else if (strcmp(optarg, "cuda") == 0) o->backend = QMM_BACKEND_CUDA;
+            else if (strcmp(optarg, "webgpu") == 0) o->backend = QMM_BACKEND_WEBGPU;
             else {
-                fprintf(stderr, "qmm bench: --backend: unknown backend '%s' (expected cpu or "
-                                "cuda)\n", optarg);
+                fprintf(stderr, "qmm bench: --backend: unknown backend '%s' (expected cpu, cuda "
+                                "or webgpu)\n", optarg);
                 return 2;
             }
             break;
@@ -341,6 +363,22 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
         }
     }
     (void)iters_given;
+    /* The WebGPU geometry: the environment, then the flags; only for --backend webgpu. */
+    if (flags.from_flags && o->backend != QMM_BACKEND_WEBGPU) {
+        fprintf(stderr, "qmm bench: --wg-m/--wg-n/--tile-k/--tile-m/--tile-n apply to --backend "
+                        "webgpu only\n");
+        return 2;
+    }
+    if (o->backend == QMM_BACKEND_WEBGPU) {
+        if (!webgpu_geometry_env(&o->geom)) return 2;
+        if (flags.wg_m) o->geom.wg_m = flags.wg_m;
+        if (flags.wg_n) o->geom.wg_n = flags.wg_n;
+        if (flags.tile_k) o->geom.tile_k = flags.tile_k;
+        if (flags.tile_m) o->geom.tile_m = flags.tile_m;
+        if (flags.tile_n) o->geom.tile_n = flags.tile_n;
+        o->geom.from_flags = flags.from_flags;
+        if (!webgpu_geometry_check_tiles(&o->geom)) return 2;
+    }
     if (optind < argc) {
         fprintf(stderr, "qmm bench: unexpected argument '%s' (see qmm bench --help)\n",
                 argv[optind]);
@@ -513,7 +551,7 @@ static qmm_strategy effective_strategy(qmm_strategy s) {
 static int copies_for(const bench_run *r, size_t ws) {
     const int64_t calls = r->o->warmup + r->o->iters;
     int64_t want = calls; /* CPU: each call on its own copy, caches flushed before the first */
-    if (r->o->backend == QMM_BACKEND_CUDA) {
+    if (r->o->backend == QMM_BACKEND_CUDA || r->o->backend == QMM_BACKEND_WEBGPU) {
         int64_t cover = (int64_t)((BENCH_GPU_ROTATE_BYTES + ws - 1) / ws);
         want = cover > calls ? cover : calls;
     }
@@ -1092,6 +1130,11 @@ int qmm_cmd_bench(int argc, char **argv) {
         rc = 1;
         goto out;
     }
+    if (o.backend == QMM_BACKEND_WEBGPU && qmm_backend_check(QMM_BACKEND_WEBGPU) != QMM_OK) {
+        fprintf(stderr, "qmm bench: --backend webgpu: not available: %s\n", qmm_last_error());
+        rc = 1;
+        goto out;
+    }
     qmm_context_params p = qmm_context_default_params();
     p.backend = o.backend;
     p.n_threads = (int)o.threads;
@@ -1103,6 +1146,10 @@ int qmm_cmd_bench(int argc, char **argv) {
         fprintf(stderr, "qmm bench: cannot create a %s context: %s: %s\n",
                 qmm_backend_name(o.backend), qmm_status_str(st), qmm_last_error());
         rc = 1;
+        goto out;
+    }
+    if (o.backend == QMM_BACKEND_WEBGPU && !webgpu_geometry_apply(r.ctx, &o.geom)) {
+        rc = 2; /* a geometry this kernel or adapter cannot run: usage, before anything runs */
         goto out;
     }
     const qmm_context_params got = qmm_context_get_params(r.ctx);
@@ -1139,7 +1186,7 @@ int qmm_cmd_bench(int argc, char **argv) {
         rc = 1;
         goto out;
     }
-    char cpu[256], features[512], date[64], device[512], source[512];
+    char cpu[256], features[512], date[64], device[1024], source[512];
     sysinfo_cpu_name(cpu, sizeof cpu);
     sysinfo_cpu_features(features, sizeof features);
     time_t now = time(NULL);
@@ -1148,6 +1195,8 @@ int qmm_cmd_bench(int argc, char **argv) {
     strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &tm);
     if (o.backend == QMM_BACKEND_CPU)
         snprintf(device, sizeof device, "%s (isa %s)", cpu, sysinfo_cpu_isa());
+    else if (o.backend == QMM_BACKEND_WEBGPU)
+        webgpu_describe(r.ctx, device, sizeof device);
     else
         snprintf(device, sizeof device, "cuda:%d %s (sm_%d, %d SMs, %.0f MHz; memory %.0f MHz x "
                  "%d bit, %.1f GiB; L2 %.0f MiB)", got.cuda_device, r.gpu.name,
@@ -1183,7 +1232,18 @@ int qmm_cmd_bench(int argc, char **argv) {
         .graph_min_calls = BENCH_GRAPH_MIN_CALLS,
         .auto_table = auto_table, .tuning = &tuning,
     };
+    qmm_webgpu_info winfo;
+    int wg[3] = {0, 0, 0};
+    if (o.backend == QMM_BACKEND_WEBGPU && qmm_webgpu_get_info(r.ctx, &winfo) == QMM_OK &&
+        qmm_webgpu_get_fused_geometry(r.ctx, &wg[0], &wg[1], &wg[2]) == QMM_OK) {
+        h.webgpu = &winfo;
+        h.webgpu_geometry = wg;
+    }
     report_header_set(r.rep, &h);
+    if (o.backend == QMM_BACKEND_WEBGPU)
+        report_note(r.rep, "webgpu times: GPU timestamps at the start and end of each compute pass "
+                           "of one call (qmm_timer_begin/end), median over the timed calls; W, X, Y "
+                           "rotated through copies of at least 128 MiB");
     if (o.whole_model || o.model_path) {
         r.totals = calloc(o.n_ns * (size_t)o.n_strategies, sizeof *r.totals);
         if (r.totals == NULL) {

@@ -110,6 +110,44 @@ void report_header_set(report *r, const report_header *h) {
         for (int i = 0; pk && h->gpu_peak_tflops && i < 4; i++)
             cJSON_AddNumberToObject(pk, names[i], h->gpu_peak_tflops[i]);
     }
+    if (h->webgpu != NULL) {
+        const qmm_webgpu_info *i = h->webgpu;
+        cJSON *w = cJSON_AddObjectToObject(j, "webgpu");
+        if (w != NULL) {
+            cJSON_AddStringToObject(w, "adapter", i->adapter);
+            cJSON_AddStringToObject(w, "backend_api", i->backend_api);
+            cJSON_AddStringToObject(w, "adapter_type", i->adapter_type);
+            cJSON_AddStringToObject(w, "driver", i->driver);
+            cJSON_AddStringToObject(w, "vendor", i->vendor);
+            char v[16];
+            snprintf(v, sizeof v, "0x%08x", i->wgpu_version);
+            cJSON_AddStringToObject(w, "wgpu_version", v);
+            cJSON_AddBoolToObject(w, "caller_device", i->caller_device);
+            cJSON *f = cJSON_AddArrayToObject(w, "features");
+            if (f && i->timestamp_query) cJSON_AddItemToArray(f, cJSON_CreateString("timestamp-query"));
+            if (f && i->shader_f16) cJSON_AddItemToArray(f, cJSON_CreateString("shader-f16"));
+            cJSON *l = cJSON_AddObjectToObject(w, "limits");
+            if (l != NULL) {
+                cJSON_AddNumberToObject(l, "maxStorageBufferBindingSize", (double)i->max_storage_buffer_binding_size);
+                cJSON_AddNumberToObject(l, "maxBufferSize", (double)i->max_buffer_size);
+                cJSON_AddNumberToObject(l, "maxComputeWorkgroupStorageSize", i->max_compute_workgroup_storage_size);
+                cJSON_AddNumberToObject(l, "maxComputeInvocationsPerWorkgroup", i->max_compute_invocations_per_workgroup);
+                cJSON_AddNumberToObject(l, "maxComputeWorkgroupsPerDimension", i->max_compute_workgroups_per_dimension);
+                cJSON_AddNumberToObject(l, "minStorageBufferOffsetAlignment", i->min_storage_buffer_offset_alignment);
+            }
+            cJSON *g = cJSON_AddObjectToObject(w, "fused_geometry");
+            if (g != NULL && h->webgpu_geometry != NULL) {
+                cJSON_AddNumberToObject(g, "wg_m", h->webgpu_geometry[0]);
+                cJSON_AddNumberToObject(g, "wg_n", h->webgpu_geometry[1]);
+                cJSON_AddNumberToObject(g, "tile_m", 4);
+                cJSON_AddNumberToObject(g, "tile_n", 4);
+                cJSON_AddNumberToObject(g, "tile_k", h->webgpu_geometry[2]);
+            }
+            cJSON_AddNumberToObject(w, "timestamp_period_ns", i->timestamp_period_ns);
+            cJSON_AddStringToObject(w, "timing", "timestamp queries at the start and end of each "
+                                                 "compute pass of a call, summed");
+        }
+    }
     if (r->csv) return;
     fprintf(r->out, "qmm %s bench  %s\n", h->qmm_version, h->date);
     fprintf(r->out, "cpu:      %s\n", h->cpu);

@@ -7,7 +7,11 @@
  *                 "fill", "seed", "source", "verify", "batch_invariant", "cache", "auto_table",
  *                 "tuning": {"state", "path", "status", "reason"},
  *                 "timing": {"ms", "latency_ms"} (what each figure is, in words), and for CUDA
- *                 "gpu_copy_gbps", "gpu_peak_tflops": {"f32", "half", "int8", "fp8"} },
+ *                 "gpu_copy_gbps", "gpu_peak_tflops": {"f32", "half", "int8", "fp8"}, for WebGPU
+ *                 "webgpu": {"adapter", "backend_api", "adapter_type", "driver", "vendor",
+ *                 "wgpu_version", "caller_device", "features": [...], "limits": {...},
+ *                 "fused_geometry": {"wg_m", "wg_n", "tile_m", "tile_n", "tile_k"},
+ *                 "timing"} },
  *     "rows": [ { "type", "label", "m", "k", "n", "count", "strategy", "ms", "latency_ms"
  *                 (CUDA; else null), "graph_calls" (CUDA), "gflops", "gbps", "roof_pct" (CUDA;
  *                 else null), "verified", "nmse", "max_rel_err", "max_abs_err", "n_nonfinite",
@@ -30,6 +34,7 @@
 #include <stdio.h>
 
 #include "qmm.h"
+#include "qmm_webgpu.h"
 
 typedef enum { ROW_PASS = 0, ROW_FAIL = 1, ROW_SKIP = 2, ROW_UNVERIFIED = 3 } row_status;
 
@@ -72,6 +77,8 @@ typedef struct report_header {
     const char *auto_table;         /* which table auto reads: "tuning file PATH ...", or the
                                      * compiled-in table (with why no file) */
     const qmm_tuning_info *tuning;  /* the context's tuning file (qmm_context_tuning) */
+    const qmm_webgpu_info *webgpu;  /* WebGPU: the adapter, limits and features (NULL: none) */
+    const int *webgpu_geometry;     /* WebGPU: fused WG_M, WG_N, TILE_K */
 } report_header;
 
 typedef struct report report;
