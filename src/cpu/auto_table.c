@@ -20,6 +20,7 @@
 
 static const qmm_cpu_auto_row auto_rows[] = {
     /* isa, type, int8_min_n, int8_max_n, gemv_max_n */
+#if defined(QMM_ARCH_X86_64)
     {QMM_CPU_ISA_AMX, QMM_TYPE_F32, NO_INT8, 8},
     {QMM_CPU_ISA_AMX, QMM_TYPE_F16, NO_INT8, 0},
     {QMM_CPU_ISA_AMX, QMM_TYPE_BF16, NO_INT8, 0},
@@ -39,6 +40,8 @@ static const qmm_cpu_auto_row auto_rows[] = {
     {QMM_CPU_ISA_AMX, QMM_TYPE_IQ4_XS, 1, 32, 1},
     {QMM_CPU_ISA_AMX, QMM_TYPE_MXFP4, 1, 32, 2},
     {QMM_CPU_ISA_AMX, QMM_TYPE_NVFP4, 1, 8, 1},
+#endif
+    {QMM_CPU_ISA_GENERIC, QMM_TYPE_COUNT, NO_INT8, 8}, /* none: the table is never empty */
 };
 /* The codebook rows (iq4_nl, iq4_xs, mxfp4, nvfp4): the strategies called alternately in one
  * process, and
@@ -50,7 +53,11 @@ static const qmm_cpu_auto_row auto_rows[] = {
  * At the amx level a type without a measured row has no fast gemv (only gemv_portable), so
  * fused_amx_bf16 from n = 1. */
 static qmm_cpu_auto_row default_row(qmm_cpu_isa isa, qmm_type type) {
+#if defined(QMM_ARCH_X86_64)
     return (qmm_cpu_auto_row){isa, type, NO_INT8, isa >= QMM_CPU_ISA_AMX ? 0 : 8};
+#else
+    return (qmm_cpu_auto_row){isa, type, NO_INT8, 8};
+#endif
 }
 
 qmm_cpu_auto_row qmm_cpu_auto_lookup(qmm_cpu_isa isa, qmm_type type) {
