@@ -470,5 +470,9 @@ int main(void) {
         cmocka_unit_test(test_gemv_shapes_i8mm),
 #endif
     };
+    /* QMM_TEST_ISA_ONLY: the detection and the override only (an emulated CPU checked for
+     * its best level, scripts/test-arm64.sh) */
+    const char *only = getenv("QMM_TEST_ISA_ONLY");
+    if (only != NULL && only[0] != '\0') cmocka_set_test_filter("test_isa_env");
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
