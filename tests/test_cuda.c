@@ -48,8 +48,8 @@ int main(void) {
 
 #include "cuda/cuda_internal.h"
 #include "formats/fp16.h"
-#if defined(__x86_64__)
 #include "cpu/cpu_features.h"
+#if defined(QMM_ARCH_X86_64)
 #include "cpu/x86/x86_kernels.h"
 #endif
 
@@ -1395,7 +1395,7 @@ static void test_int8_quantizer_rule(void **state) {
             }
     }
     assert_true(ties > 100);
-#if defined(__x86_64__)
+#if defined(QMM_ARCH_X86_64)
     if (qmm_cpu_isa_supported(QMM_CPU_ISA_AVX512)) {
         for (int64_t j = 0; j < n; j++) {
             int8_rule_row(x + j * ldx, k, cq, cd, cs, cs16);

@@ -50,6 +50,7 @@
 
 static const qmm_cpu_auto_row auto_rows[] = {
     /* isa, type, int8_min_n, int8_max_n, gemv_max_n */
+#if defined(QMM_ARCH_X86_64)
     {QMM_CPU_ISA_AMX, QMM_TYPE_F32, NO_INT8, 8},
     {QMM_CPU_ISA_AMX, QMM_TYPE_F16, NO_INT8, 0},
     {QMM_CPU_ISA_AMX, QMM_TYPE_BF16, NO_INT8, 0},
@@ -88,6 +89,8 @@ static const qmm_cpu_auto_row auto_rows[] = {
     {QMM_CPU_ISA_AVX2, QMM_TYPE_F32, NO_INT8, 5},
     {QMM_CPU_ISA_AVX2, QMM_TYPE_F16, NO_INT8, 5},
     {QMM_CPU_ISA_AVX2, QMM_TYPE_BF16, NO_INT8, 5},
+#endif
+    {QMM_CPU_ISA_GENERIC, QMM_TYPE_COUNT, NO_INT8, 8}, /* none: the table is never empty */
 };
 /* The codebook rows (iq4_nl, iq4_xs, mxfp4, nvfp4): the strategies called alternately in one
  * process, and
@@ -101,7 +104,11 @@ static const qmm_cpu_auto_row auto_rows[] = {
  * int8 kernel: gemv (gemv_avx2 for f32, f16, bf16; gemv_portable for the rest) through n = 8,
  * then fused_portable; avx512 without AMX has no measured rows (int8 only when asked). */
 static qmm_cpu_auto_row default_row(qmm_cpu_isa isa, qmm_type type) {
+#if defined(QMM_ARCH_X86_64)
     return (qmm_cpu_auto_row){isa, type, NO_INT8, isa >= QMM_CPU_ISA_AMX ? 0 : 8};
+#else
+    return (qmm_cpu_auto_row){isa, type, NO_INT8, 8};
+#endif
 }
 
 /* Whether tuned row `t` is for `type` with a shape class that holds m x k. */

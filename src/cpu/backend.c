@@ -10,38 +10,47 @@
 
 #include "core/tuning.h"
 #include "cpu/cpu_internal.h"
+#if defined(QMM_ARCH_X86_64)
 #include "cpu/x86/x86_backend.h"
+#endif
 
 /* ---------------------------------------------------------------------------------------
  * The strategy table: the ONE place a CPU strategy implementation is registered. resolve()
  * takes the first entry of the requested strategy whose supports() accepts; ISA-specific
- * entries (src/cpu/x86/) go before the portable entry of the same strategy.
+ * entries (src/cpu/x86/, src/cpu/arm/: compiled for their architecture only) go before the
+ * portable entry of the same strategy.
  * ------------------------------------------------------------------------------------- */
 
 static const qmm_cpu_impl cpu_impls[] = {
     /* strategy, name, min ISA, types (NULL = all), extra conditions, run, precision, kernel_for */
     {QMM_STRATEGY_REF, "ref", QMM_CPU_ISA_GENERIC, NULL, NULL, qmm_cpu_matmul_ref,
      QMM_PRECISION_F32, NULL},
+#if defined(QMM_ARCH_X86_64)
     {QMM_STRATEGY_GEMV, "gemv_avx512", QMM_CPU_ISA_AVX512, qmm_x86_gemv_avx512_has_type, NULL,
      qmm_cpu_x86_matmul_gemv_avx512, QMM_PRECISION_F32, NULL},
     {QMM_STRATEGY_GEMV, "gemv_avx2", QMM_CPU_ISA_AVX2, qmm_x86_gemv_avx2_has_type, NULL,
      qmm_cpu_x86_matmul_gemv_avx2, QMM_PRECISION_F32, NULL},
+#endif
     {QMM_STRATEGY_GEMV, "gemv_portable", QMM_CPU_ISA_GENERIC, NULL, NULL, qmm_cpu_matmul_gemv,
      QMM_PRECISION_F32, NULL},
+#if defined(QMM_ARCH_X86_64)
     {QMM_STRATEGY_FUSED, "fused_amx_bf16x3", QMM_CPU_ISA_AMX, qmm_cpu_x86_fused_amx_f32_has_type,
      NULL, qmm_cpu_x86_matmul_fused_amx, QMM_PRECISION_F32, NULL},
     {QMM_STRATEGY_FUSED, "fused_amx_bf16", QMM_CPU_ISA_AMX, qmm_cpu_x86_fused_amx_has_type, NULL,
      qmm_cpu_x86_matmul_fused_amx, QMM_PRECISION_HALF, NULL},
     {QMM_STRATEGY_FUSED, "fused_avx2", QMM_CPU_ISA_AVX2, NULL, NULL,
      qmm_cpu_x86_matmul_fused_avx2, QMM_PRECISION_F32, qmm_cpu_x86_fused_avx2_kernel},
+#endif
     {QMM_STRATEGY_FUSED, "fused_portable", QMM_CPU_ISA_GENERIC, NULL, NULL, qmm_cpu_matmul_fused,
      QMM_PRECISION_F32, NULL},
+#if defined(QMM_ARCH_X86_64)
     {QMM_STRATEGY_INT8, "int8_amx", QMM_CPU_ISA_AMX, qmm_x86_gemv_int8_avx512_has_type, NULL,
      qmm_cpu_x86_matmul_int8_amx, QMM_PRECISION_INT8, qmm_cpu_x86_int8_kernel},
     {QMM_STRATEGY_INT8, "int8_avx512", QMM_CPU_ISA_AVX512, qmm_x86_gemv_int8_avx512_has_type,
      NULL, qmm_cpu_x86_matmul_int8_avx2, QMM_PRECISION_INT8, qmm_cpu_x86_int8_avx2_kernel},
     {QMM_STRATEGY_INT8, "int8_avx2", QMM_CPU_ISA_AVX2, qmm_x86_gemv_int8_avx2_has_type, NULL,
      qmm_cpu_x86_matmul_int8_avx2, QMM_PRECISION_INT8, qmm_cpu_x86_int8_avx2_kernel},
+#endif
     {QMM_STRATEGY_DEQUANT_SGEMM, "dequant_sgemm_openblas", QMM_CPU_ISA_GENERIC, NULL,
      qmm_cpu_dequant_sgemm_supports, qmm_cpu_matmul_dequant_sgemm, QMM_PRECISION_F32, NULL},
 };
@@ -59,10 +68,13 @@ static const qmm_cpu_impl *find_impl(const qmm_context *ctx, qmm_type type, qmm_
         const qmm_cpu_impl *im = &cpu_impls[i];
         if (im->strategy != s) continue;
         if (ctx_isa(ctx) < im->min_isa) {
-            *why = s != QMM_STRATEGY_INT8 ? "the context's ISA level is below what its kernels need"
-                   : im->min_isa == QMM_CPU_ISA_AMX
-                       ? "the context's ISA level is below amx (int8 needs AMX-INT8)"
-                       : "the context's ISA level is below avx2 (int8 needs AVX2)";
+            *why = "the context's ISA level is below what its kernels need";
+#if defined(QMM_ARCH_X86_64)
+            if (s == QMM_STRATEGY_INT8)
+                *why = im->min_isa == QMM_CPU_ISA_AMX
+                           ? "the context's ISA level is below amx (int8 needs AMX-INT8)"
+                           : "the context's ISA level is below avx2 (int8 needs AVX2)";
+#endif
             continue;
         }
         if (im->has_type != NULL && !im->has_type(type)) {
@@ -204,7 +216,10 @@ static qmm_status cpu_weights_init(qmm_context *ctx, qmm_weights *w, const void 
     cw->data = buf;
     cw->stride = stride;
     w->backend = cw;
-    qmm_status s = qmm_cpu_x86_weights_init(ctx, w);
+    qmm_status s = QMM_OK;
+#if defined(QMM_ARCH_X86_64)
+    s = qmm_cpu_x86_weights_init(ctx, w);
+#endif
     if (s != QMM_OK) {
         free(buf);
         free(cw);
@@ -222,7 +237,9 @@ static void cpu_weights_memory(const qmm_weights *w, qmm_weights_memory_info *ou
 static void cpu_weights_release(qmm_weights *w) {
     qmm_cpu_weights *cw = w->backend;
     if (cw == NULL) return;
+#if defined(QMM_ARCH_X86_64)
     qmm_cpu_x86_weights_release(w);
+#endif
     free(cw->data);
     free(cw);
     w->backend = NULL;
