@@ -62,8 +62,9 @@ typedef enum qmm_wgpu_kernel {
 #define QMM_WGPU_TIMED_PASSES 512
 /* Host staging for downloads, reused; larger downloads go through it in pieces. */
 #define QMM_WGPU_STAGING_MAX ((uint64_t)64 << 20)
-/* Bytes of zero padding after every weights buffer (word reads of a block's last bytes). */
-#define QMM_WGPU_W_PAD 16
+/* Bytes of zero padding after every weights buffer: the second word of a read at a block's
+ * last bytes, and the 8-element reads of a float type whose last row ends inside them. */
+#define QMM_WGPU_W_PAD 32
 
 /* The parameter block of every kernel (wgsl/common.wgsl struct Params), 4-byte fields. */
 typedef struct qmm_wgpu_params {

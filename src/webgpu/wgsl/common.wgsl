@@ -5,7 +5,7 @@
 //
 // W rows start on 4-byte boundaries (row_words words apart); blocks inside a row sit at any
 // byte offset (an 18-byte q4_0 block at 18 b), so fields are read by byte address and
-// assembled from whole words with integer operations. Every weights buffer ends in 16 bytes
+// assembled from whole words with integer operations. Every weights buffer ends in 32 bytes
 // of zero padding, so the second word of a read at the end of a row exists.
 
 struct Params {
