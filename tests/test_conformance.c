@@ -1986,7 +1986,7 @@ static int setup_backends(void) {
             print_message("[  SKIPPED ] backend webgpu: %s\n", qmm_last_error());
         } else {
             be->kind = QMM_BACKEND_WEBGPU; /* every WebGPU path is F32 class: no operand model */
-            if (!add_backend(be, QMM_BACKEND_WEBGPU, NULL)) return -1;
+            if (!add_backend(be, QMM_BACKEND_WEBGPU, NULL, NULL)) return -1;
             qmm_webgpu_info info;
             CHECK_OK(qmm_webgpu_get_info(be->ctx, &info));
             /* the grid-limit cases (m = 524297, n > 8M) run on a GPU, not on a CPU adapter */
