@@ -13,6 +13,12 @@
  * int8_max_n is the largest n where int8 beat both gemv and fused on every shape; gemv_max_n
  * the largest n where gemv beat fused. Below the amx level nothing is measured yet: the
  * default row (gemv through n = 8, the decode regime) stands until it is.
+ *
+ * aarch64 (levels neon, dotprod, i8mm): NOTHING IS MEASURED (no ARM machine was available;
+ * docs/ARM64.md). The default row there is chosen from instruction counts, not timings: the
+ * int8 strategy for n = 1..8 where an int8 kernel exists for the type (about 10-20
+ * instructions per 32 weights against ~100 for the portable f32 path's decode and panel),
+ * else gemv through n = 8 (gemv_neon for f32/f16/bf16), fused above.
  */
 #include "cpu/cpu_internal.h"
 
@@ -55,6 +61,11 @@ static const qmm_cpu_auto_row auto_rows[] = {
 static qmm_cpu_auto_row default_row(qmm_cpu_isa isa, qmm_type type) {
 #if defined(QMM_ARCH_X86_64)
     return (qmm_cpu_auto_row){isa, type, NO_INT8, isa >= QMM_CPU_ISA_AMX ? 0 : 8};
+#elif defined(QMM_ARCH_AARCH64)
+    /* not measured (above): int8 for n = 1..8 where the type has an int8 kernel (resolve
+     * checks), gemv through n = 8 */
+    if (isa >= QMM_CPU_ISA_NEON) return (qmm_cpu_auto_row){isa, type, 1, 8, 8};
+    return (qmm_cpu_auto_row){isa, type, NO_INT8, 8};
 #else
     return (qmm_cpu_auto_row){isa, type, NO_INT8, 8};
 #endif
