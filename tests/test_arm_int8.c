@@ -9,11 +9,13 @@
  *     (what separates them: to_float's rounding of d sc q - dmin mn, the double sums, the store;
  *     a wrong nibble, bit or scale moves a block by about |d x| >> that), NaN exactly where
  *     the model's block is NaN;
- *   - the neon kernel (SMULL/SADALP) and the dotprod kernel (SDOT) bit for bit;
+ *   - the neon kernel (SMULL/SADALP), the dotprod kernel (SDOT) and the i8mm kernel (SMMLA
+ *     on pairs of W and X rows; odd m and n leave a lone row) bit for bit;
  *   - row j of Y the same bits for every n (each X row's result depends on that row alone);
  *   - through the API at every aarch64 level the machine has: the int8 strategy names the
- *     level's kernel (qmm_matmul_path) and gives the direct kernel's bits, with 1 and 2
- *     threads; auto at n = 1 resolves to int8 (the unmeasured default of auto_table.c).
+ *     level's kernel (qmm_matmul_path: int8_neon_gemv, int8_dotprod_gemv, and at i8mm
+ *     int8_smmla for n >= 2) and gives the direct kernel's bits, with 1 and 2 threads; auto at
+ *     n = 1 resolves to int8 (the unmeasured default of auto_table.c).
  * Levels the machine lacks (scripts/test-arm64.sh runs qemu with -cpu max and cortex-a57)
  * are reported as skipped.
  */
@@ -120,14 +122,17 @@ static void problem_free(problem *p) {
     free(p->nan);
 }
 
-/* The kernel of `level` (neon or dotprod) directly: y (n x ldy = m). */
-static void run_direct(const problem *p, int dotprod, int64_t n, int threads, float *y) {
-    const size_t bytes = qmm_arm_int8_x_scratch(n, p->k);
-    void *scratch = aligned_alloc(64, (bytes + 63) / 64 * 64);
+/* One kernel directly (0 neon, 1 dotprod, 2 i8mm): y (n x ldy = m). */
+static void run_direct(const problem *p, int level, int64_t n, int threads, float *y) {
+    const size_t bytes = (qmm_arm_int8_x_scratch(n, p->k) + 63) / 64 * 64;
+    const size_t extra = (qmm_arm_gemm_int8_i8mm_scratch(n, p->k) + 63) / 64 * 64;
+    unsigned char *scratch = aligned_alloc(64, bytes + extra);
     assert_non_null(scratch);
     qmm_arm_int8_x *xs = NULL;
     qmm_arm_int8_x_prepare(p->x, p->ldx, n, p->k, scratch, &xs);
-    if (dotprod)
+    if (level == 2)
+        qmm_arm_gemm_int8_i8mm(p->type, p->m, p->k, p->w, p->row_bytes, n, xs, scratch + bytes, y, p->m, threads);
+    else if (level == 1)
         qmm_arm_gemv_int8_dotprod(p->type, p->m, p->k, p->w, p->row_bytes, n, xs, y, p->m, threads);
     else
         qmm_arm_gemv_int8_neon(p->type, p->m, p->k, p->w, p->row_bytes, n, xs, y, p->m, threads);
@@ -172,12 +177,16 @@ static int64_t k_of(qmm_type type, int v) {
 static void test_kernels_direct(void **state) {
     (void)state;
     const bool dotprod = qmm_cpu_isa_supported(QMM_CPU_ISA_DOTPROD);
+    const bool i8mm = qmm_cpu_isa_supported(QMM_CPU_ISA_I8MM);
+    const int levels = i8mm ? 3 : dotprod ? 2 : 1;
     if (!dotprod) print_message("[  SKIPPED ] dotprod kernel: the CPU lacks SDOT (neon kernel only)\n");
+    if (!i8mm) print_message("[  SKIPPED ] i8mm kernel: the CPU lacks SMMLA\n");
+    static const char *const names[3] = {"neon", "dotprod", "i8mm"};
     tu_rng r = tu_rng_make(0xa64);
     int failures = 0, cases = 0;
-    float *y[2], *y1 = malloc(sizeof(float) * N_MAX * 67);
-    for (int l = 0; l < 2; l++) y[l] = malloc(sizeof(float) * N_MAX * 67);
-    assert_true(y[0] && y[1] && y1);
+    float *y[3], *y1 = malloc(sizeof(float) * N_MAX * 67);
+    for (int l = 0; l < 3; l++) y[l] = malloc(sizeof(float) * N_MAX * 67);
+    assert_true(y[0] && y[1] && y[2] && y1);
     for (int t = 0; t < QMM_TYPE_COUNT; t++) {
         if (!qmm_type_is_supported(t) || !qmm_arm_int8_has_type((qmm_type)t)) continue;
         for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; mi++)
@@ -187,14 +196,14 @@ static void test_kernels_direct(void **state) {
                 for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++) {
                     const int64_t n = ns[ni];
                     cases++;
-                    for (int l = 0; l < (dotprod ? 2 : 1); l++) {
+                    for (int l = 0; l < levels; l++) {
                         run_direct(&p, l, n, 2, y[l]);
-                        failures += check_model(&p, n, y[l], l ? "dotprod" : "neon") > 0;
-                    }
-                    if (dotprod && !same_bits(y[0], y[1], (size_t)(n * p.m))) {
-                        print_error("%s m=%lld k=%lld n=%lld: neon and dotprod differ\n", qmm_type_name(p.type),
-                                    (long long)p.m, (long long)p.k, (long long)n);
-                        failures++;
+                        failures += check_model(&p, n, y[l], names[l]) > 0;
+                        if (l > 0 && !same_bits(y[0], y[l], (size_t)(n * p.m))) {
+                            print_error("%s m=%lld k=%lld n=%lld: neon and %s differ\n", qmm_type_name(p.type),
+                                        (long long)p.m, (long long)p.k, (long long)n, names[l]);
+                            failures++;
+                        }
                     }
                     if (n == 1) memcpy(y1, y[0], sizeof(float) * (size_t)p.m);
                     else if (!same_bits(y1, y[0], (size_t)p.m)) {
@@ -209,6 +218,7 @@ static void test_kernels_direct(void **state) {
     print_message("test_kernels_direct: %d cases\n", cases);
     free(y[0]);
     free(y[1]);
+    free(y[2]);
     free(y1);
     assert_true(cases > 0);
     assert_int_equal(failures, 0);
@@ -235,7 +245,7 @@ static void test_api_levels(void **state) {
             print_message("[  SKIPPED ] level %s: not on this CPU\n", qmm_cpu_isa_name((qmm_cpu_isa)isa));
             continue;
         }
-        const char *want = isa >= QMM_CPU_ISA_DOTPROD ? "int8_dotprod_gemv" : "int8_neon_gemv";
+        const char *gemv = isa >= QMM_CPU_ISA_DOTPROD ? "int8_dotprod_gemv" : "int8_neon_gemv";
         for (int threads = 1; threads <= 2; threads++) {
             qmm_context *ctx = make_ctx((qmm_cpu_isa)isa, threads);
             assert_non_null(ctx);
@@ -256,6 +266,8 @@ static void test_api_levels(void **state) {
                 assert_int_equal(qmm_context_set_strategy(ctx, QMM_STRATEGY_INT8), QMM_OK);
                 for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++) {
                     const int64_t n = ns[ni];
+                    const bool smmla = isa >= QMM_CPU_ISA_I8MM && n >= 2;
+                    const char *want = smmla ? "int8_smmla" : gemv;
                     assert_int_equal(qmm_matmul_path(ctx, w, n, &path), QMM_OK);
                     if (strcmp(path.kernel, want) != 0 || path.precision != QMM_PRECISION_INT8) {
                         print_error("%s %s n=%lld: kernel %s, want %s\n", qmm_cpu_isa_name((qmm_cpu_isa)isa),
@@ -263,7 +275,7 @@ static void test_api_levels(void **state) {
                         failures++;
                     }
                     assert_int_equal(qmm_matmul(ctx, w, n, p.x, p.ldx, y, p.m), QMM_OK);
-                    run_direct(&p, isa >= QMM_CPU_ISA_DOTPROD, n, 1, yd);
+                    run_direct(&p, smmla ? 2 : isa >= QMM_CPU_ISA_DOTPROD, n, 1, yd);
                     ran++;
                     if (!same_bits(y, yd, (size_t)(n * p.m))) {
                         print_error("%s %s n=%lld threads=%d: the API's int8 differs from the kernel\n",

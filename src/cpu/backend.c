@@ -51,6 +51,8 @@ static const qmm_cpu_impl cpu_impls[] = {
      qmm_cpu_x86_matmul_int8_amx, QMM_PRECISION_INT8, qmm_cpu_x86_int8_kernel},
 #endif
 #if defined(QMM_ARCH_AARCH64)
+    {QMM_STRATEGY_INT8, "int8_i8mm", QMM_CPU_ISA_I8MM, qmm_arm_int8_has_type, NULL,
+     qmm_cpu_arm_matmul_int8_i8mm, QMM_PRECISION_INT8, qmm_cpu_arm_int8_i8mm_kernel},
     {QMM_STRATEGY_INT8, "int8_dotprod_gemv", QMM_CPU_ISA_DOTPROD, qmm_arm_int8_has_type, NULL,
      qmm_cpu_arm_matmul_int8_dotprod, QMM_PRECISION_INT8, NULL},
     {QMM_STRATEGY_INT8, "int8_neon_gemv", QMM_CPU_ISA_NEON, qmm_arm_int8_has_type, NULL,

@@ -97,8 +97,9 @@ bool qmm_arm_int8_has_type(qmm_type type) {
 typedef void (*int8_gemv_fn)(qmm_type, int64_t, int64_t, const unsigned char *, size_t, int64_t,
                              const qmm_arm_int8_x *, float *, int64_t, int);
 
+/* gemv: the gemv kernel of the level; smmla: the i8mm kernel (n >= 2) instead. */
 static qmm_status matmul_int8(qmm_context *ctx, const qmm_weights *w, int64_t n, const float *x,
-                              int64_t ldx, float *y, int64_t ldy, int8_gemv_fn gemv) {
+                              int64_t ldx, float *y, int64_t ldy, int8_gemv_fn gemv, bool smmla) {
     qmm_cpu_state *st = ctx->backend;
     const qmm_cpu_weights *cw = w->backend;
     qmm_arm_weights *aw = NULL;
@@ -112,22 +113,42 @@ static qmm_status matmul_int8(qmm_context *ctx, const qmm_weights *w, int64_t n,
     }
     /* W holding Inf/NaN elements: the exact gemv forms them as the reference does */
     if (aw->nonfinite) return qmm_cpu_matmul_gemv(ctx, w, n, x, ldx, y, ldy);
-    s = qmm_cpu_scratch_grow(&st->shared, qmm_arm_int8_x_scratch(n, w->k));
+    const size_t xbytes = (qmm_arm_int8_x_scratch(n, w->k) + 63) / 64 * 64;
+    s = qmm_cpu_scratch_grow(&st->shared, xbytes + (smmla ? qmm_arm_gemm_int8_i8mm_scratch(n, w->k) : 0));
     if (s != QMM_OK) return s;
     qmm_arm_int8_x *xs = NULL;
     qmm_arm_int8_x_prepare(x, ldx, n, w->k, st->shared.ptr, &xs);
-    gemv(w->type, w->m, w->k, cw->data, cw->stride, n, xs, y, ldy, st->n_threads);
+    if (smmla)
+        qmm_arm_gemm_int8_i8mm(w->type, w->m, w->k, cw->data, cw->stride, n, xs,
+                               (unsigned char *)st->shared.ptr + xbytes, y, ldy, st->n_threads);
+    else
+        gemv(w->type, w->m, w->k, cw->data, cw->stride, n, xs, y, ldy, st->n_threads);
     return QMM_OK;
 }
 
 qmm_status qmm_cpu_arm_matmul_int8_neon(qmm_context *ctx, const qmm_weights *w, int64_t n,
                                         const float *x, int64_t ldx, float *y, int64_t ldy) {
-    return matmul_int8(ctx, w, n, x, ldx, y, ldy, qmm_arm_gemv_int8_neon);
+    return matmul_int8(ctx, w, n, x, ldx, y, ldy, qmm_arm_gemv_int8_neon, false);
 }
 
 qmm_status qmm_cpu_arm_matmul_int8_dotprod(qmm_context *ctx, const qmm_weights *w, int64_t n,
                                            const float *x, int64_t ldx, float *y, int64_t ldy) {
-    return matmul_int8(ctx, w, n, x, ldx, y, ldy, qmm_arm_gemv_int8_dotprod);
+    return matmul_int8(ctx, w, n, x, ldx, y, ldy, qmm_arm_gemv_int8_dotprod, false);
+}
+
+/* SMMLA multiplies pairs of X rows: a single row would leave half of it idle. Both kernels
+ * give the same bits, so the switch keeps batch invariance. */
+#define I8MM_MIN_N 2
+
+qmm_status qmm_cpu_arm_matmul_int8_i8mm(qmm_context *ctx, const qmm_weights *w, int64_t n,
+                                        const float *x, int64_t ldx, float *y, int64_t ldy) {
+    return matmul_int8(ctx, w, n, x, ldx, y, ldy, qmm_arm_gemv_int8_dotprod, n >= I8MM_MIN_N);
+}
+
+const char *qmm_cpu_arm_int8_i8mm_kernel(const qmm_context *ctx, qmm_type type, int64_t n) {
+    (void)ctx;
+    (void)type;
+    return n >= I8MM_MIN_N ? "int8_smmla" : "int8_dotprod_gemv";
 }
 
 qmm_status qmm_cpu_arm_matmul_gemv_neon(qmm_context *ctx, const qmm_weights *w, int64_t n,

@@ -31,6 +31,12 @@ qmm_status qmm_cpu_arm_matmul_int8_neon(qmm_context *ctx, const qmm_weights *w, 
 qmm_status qmm_cpu_arm_matmul_int8_dotprod(qmm_context *ctx, const qmm_weights *w, int64_t n,
                                            const float *x, int64_t ldx, float *y, int64_t ldy);
 
+/* i8mm: the dotprod gemv at n = 1, the SMMLA kernel for n >= 2 (the same bits at every n);
+ * the kernel it takes for n: "int8_dotprod_gemv" or "int8_smmla". */
+qmm_status qmm_cpu_arm_matmul_int8_i8mm(qmm_context *ctx, const qmm_weights *w, int64_t n,
+                                        const float *x, int64_t ldx, float *y, int64_t ldy);
+const char *qmm_cpu_arm_int8_i8mm_kernel(const qmm_context *ctx, qmm_type type, int64_t n);
+
 /* gemv for f32, f16, bf16 with NEON FMA (qmm_arm_gemv_float_has_type). */
 qmm_status qmm_cpu_arm_matmul_gemv_neon(qmm_context *ctx, const qmm_weights *w, int64_t n,
                                         const float *x, int64_t ldx, float *y, int64_t ldy);

@@ -77,6 +77,19 @@ void qmm_arm_gemv_int8_dotprod(qmm_type type, int64_t m, int64_t k, const unsign
                                size_t row_stride, int64_t n, const qmm_arm_int8_x *xs,
                                float *y, int64_t ldy, int n_threads);
 
+/*
+ * The same for several X rows with SMMLA (gemm_int8_i8mm.c; requires QMM_CPU_ISA_I8MM): W
+ * rows in pairs decoded from the GGUF blocks once per pass of up to QMM_ARM_I8MM_XPAIRS pairs
+ * of X rows, X's pairs of rows interleaved for SMMLA in `scratch` (>=
+ * qmm_arm_gemm_int8_i8mm_scratch(n, k) bytes, 16-byte aligned), tasks of
+ * QMM_ARM_INT8_TASK_ROWS W rows. Bit-identical to qmm_arm_gemv_int8_dotprod for every n.
+ */
+#define QMM_ARM_I8MM_XPAIRS 4
+size_t qmm_arm_gemm_int8_i8mm_scratch(int64_t n, int64_t k);
+void qmm_arm_gemm_int8_i8mm(qmm_type type, int64_t m, int64_t k, const unsigned char *w,
+                            size_t row_stride, int64_t n, const qmm_arm_int8_x *xs, void *scratch,
+                            float *y, int64_t ldy, int n_threads);
+
 /* ---------------------------------------------------------------------------------------
  * f32-class gemv for f32, f16 and bf16 weights with NEON FMA (gemv_float_neon.c). The order
  * of one output depends only on k and is the one of x86's gemv_avx512 (src/cpu/x86/
