@@ -13,8 +13,11 @@
  *
  * Generated from the tables, never from lists in this file:
  *   backends   CPU at every ISA level of cpu_features.h (QMM_CPU_ISA; a level the machine
- *              lacks must be refused and is reported as skipped), and CUDA when the library
- *              has it and a device is usable (otherwise one skip line; the CPU part still runs);
+ *              lacks must be refused and is reported as skipped; on a CPU with AVX-VNNI also
+ *              avx2 without it, "cpu:avx2-novnni", QMM_CPU_AVX_VNNI=off), CUDA when the library
+ *              has it and a device is usable (otherwise one skip line; the CPU part still runs),
+ *              and WebGPU likewise (its adapter's API in the name, e.g. "webgpu:Vulkan"; the
+ *              grid-limit cases only on a GPU adapter, not on lavapipe);
  *   types      every id 0..QMM_TYPE_COUNT-1 with qmm_type_is_supported && qmm_type_is_weight;
  *              weights from qmm_quantize_rows where qmm_type_has_quantizer, otherwise random
  *              valid blocks (qmm_random_rows); scale fields from the type's layout
@@ -74,6 +77,7 @@
 #include "core/types.h"
 #include "cpu/cpu_features.h"
 #include "qmm.h"
+#include "qmm_webgpu.h"
 #include "test_util.h"
 
 #ifdef QMM_WITH_CUDA
@@ -1423,17 +1427,18 @@ static void test_F_large_m_and_grids(void **state) {
 
 /* With QMM_FLAG_BATCH_INVARIANT, every strategy that resolves gives for n in {1, 2, 3, 8, 9,
  * 16, 17, 64, 65} exactly the first n rows of n = 129; without it, every n is within the
- * path's bound (run_one). k of 2+ panels: the accumulation order counts. */
+ * path's bound (run_one). k of 2+ panels of the portable order (256) and of the gemv order
+ * (1024; where fused runs the gemv kernels at small n): the accumulation order counts. */
 static void test_G_row0_across_n(void **state) {
     (void)state;
     test_begin(__func__);
     static const int64_t ns[] = {1, 2, 3, 8, 9, 16, 17, 64, 65, 129}, n_plain[] = {1, 8, 17, 65};
     const int nn = (int)(sizeof ns / sizeof ns[0]);
     tu_rng r = tu_rng_make(0x61);
-    for (int ti = 0; ti < g_ntypes; ti++) {
-        const int t = g_types[ti];
+    for (int ti = 0; ti < 2 * g_ntypes; ti++) {
+        const int t = g_types[ti % g_ntypes];
         prob p;
-        prob_alloc(&p, t, QK(37, 9), k_for(t, 2, 512, 100), 129, 0, 0);
+        prob_alloc(&p, t, QK(37, 9), ti < g_ntypes ? k_for(t, 2, 512, 100) : k_for(t, 2, 2304, 2100), 129, 0, 0);
         w_fill(&p, &r, -1.0f, 1.0f);
         x_uniform(&p, &r, -1.0f, 1.0f);
         prob_finish(&p, 0);
@@ -1682,7 +1687,9 @@ static int need_cuda(void) {
 }
 
 /* fp8 puts X in E4M3 into the context workspace, padded to 16 columns and 16 tokens; the
- * workspace is filled with 0xFF (E4M3 NaN) before each run, k and n not multiples of 16. */
+ * workspace is filled with 0xFF (E4M3 NaN) before each run, k and n not multiples of 16. The
+ * first fp8 call on weights makes their fp8 copy and may grow the workspace (a new one, not
+ * filled): one call first, so that every checked run finds the 0xFF workspace. */
 static void test_H_fp8_stale_workspace(void **state) {
     (void)state;
     test_begin(__func__);
@@ -1711,6 +1718,7 @@ static void test_H_fp8_stale_workspace(void **state) {
         devb d;
         dev_make(ctx, &p, &d);
         const qmm_cuda_context *c = cuda_ctx(ctx);
+        run_one(bi, ctx, &p, w, &d, p.n, QMM_STRATEGY_FP8, &ex, "H (fp8, first call)", NULL);
         for (int64_t n = 1; n <= p.n; n += 2) {
             CUDA_OK(cudaMemsetAsync(c->workspace, 0xFF, c->workspace_bytes, c->stream));
             run_one(bi, ctx, &p, w, &d, n, QMM_STRATEGY_FP8, &ex, "H (fp8 after a 0xFF workspace)", NULL);
@@ -1882,36 +1890,47 @@ static bool selected(const char *var, const char *name) {
     return false;
 }
 
-static qmm_status make_ctx(qmm_backend kind, const char *isa, unsigned flags, qmm_context **out) {
+/* A context at CPU level `isa` (NULL: the default); `vnni`: QMM_CPU_AVX_VNNI or NULL. */
+static qmm_status make_ctx(qmm_backend kind, const char *isa, const char *vnni, unsigned flags,
+                           qmm_context **out) {
     if (isa) setenv("QMM_CPU_ISA", isa, 1);
+    if (vnni) setenv("QMM_CPU_AVX_VNNI", vnni, 1);
     qmm_context_params prm = qmm_context_default_params();
     prm.backend = kind;
     prm.flags = flags;
     const qmm_status st = qmm_context_create(&prm, out);
     if (isa) unsetenv("QMM_CPU_ISA");
+    if (vnni) unsetenv("QMM_CPU_AVX_VNNI");
     return st;
 }
 
-static bool add_backend(backend *be, qmm_backend kind, const char *isa) {
-    if (make_ctx(kind, isa, 0, &be->ctx) != QMM_OK ||
-        make_ctx(kind, isa, QMM_FLAG_BATCH_INVARIANT, &be->inv) != QMM_OK ||
-        make_ctx(kind, isa, QMM_FLAG_VALIDATE, &be->val) != QMM_OK) {
+static bool add_backend(backend *be, qmm_backend kind, const char *isa, const char *vnni) {
+    if (make_ctx(kind, isa, vnni, 0, &be->ctx) != QMM_OK ||
+        make_ctx(kind, isa, vnni, QMM_FLAG_BATCH_INVARIANT, &be->inv) != QMM_OK ||
+        make_ctx(kind, isa, vnni, QMM_FLAG_VALIDATE, &be->val) != QMM_OK) {
         print_message("test_conformance: %s: context creation failed: %s\n", be->name, qmm_last_error());
         return false;
     }
     return true;
 }
 
-/* 0: at least one backend; 1: none selected is usable here; -1: a context failed. */
+/* 0: at least one backend; 1: none selected is usable here; -1: a context failed. The CPU
+ * levels, and at avx2 on a CPU with AVX-VNNI a second backend "cpu:avx2-novnni"
+ * (QMM_CPU_AVX_VNNI=off: the vpmaddubsw int8 kernels an AVX2-only CPU runs). */
 static int setup_backends(void) {
-    for (int isa = QMM_CPU_ISA_GENERIC; isa < QMM_CPU_ISA_COUNT; isa++) {
+    for (int lv = QMM_CPU_ISA_GENERIC; lv <= QMM_CPU_ISA_COUNT; lv++) {
+        /* lv == QMM_CPU_ISA_COUNT: avx2 without AVX-VNNI */
+        const bool novnni = lv == QMM_CPU_ISA_COUNT;
+        const int isa = novnni ? QMM_CPU_ISA_AVX2 : lv;
+        if (novnni && !qmm_cpu_features_get()->avx_vnni) continue;
         backend *be = &g_be[g_nbe];
         memset(be, 0, sizeof *be);
-        snprintf(be->name, sizeof be->name, "cpu:%s", qmm_cpu_isa_name((qmm_cpu_isa)isa));
+        snprintf(be->name, sizeof be->name, "cpu:%s%s", qmm_cpu_isa_name((qmm_cpu_isa)isa),
+                 novnni ? "-novnni" : "");
         if (!selected("QMM_CONFORMANCE_BACKENDS", be->name)) continue;
         if (!qmm_cpu_isa_supported((qmm_cpu_isa)isa)) {
             qmm_context *c = NULL;
-            const qmm_status st = make_ctx(QMM_BACKEND_CPU, qmm_cpu_isa_name((qmm_cpu_isa)isa), 0, &c);
+            const qmm_status st = make_ctx(QMM_BACKEND_CPU, qmm_cpu_isa_name((qmm_cpu_isa)isa), NULL, 0, &c);
             if (st != QMM_ERR_UNSUPPORTED || c != NULL) {
                 print_message("test_conformance: %s is not supported here but its context gave %s\n", be->name,
                               qmm_status_str(st));
@@ -1925,7 +1944,8 @@ static int setup_backends(void) {
         be->prec[QMM_PRECISION_HALF] = (prec_model){0x1p-8, 0, 0, 0, 0};
         be->prec[QMM_PRECISION_INT8] = (prec_model){0x1p-11, 1.01 / 254.0, 0, 0, 0};
         be->prec[QMM_PRECISION_FP8] = (prec_model){0x1p-4 + 0x1p-20, 0x1p-10 / 448.0, 0, 0x1p-10 / 448.0, 0};
-        if (!add_backend(be, QMM_BACKEND_CPU, qmm_cpu_isa_name((qmm_cpu_isa)isa))) return -1;
+        if (!add_backend(be, QMM_BACKEND_CPU, qmm_cpu_isa_name((qmm_cpu_isa)isa), novnni ? "off" : NULL))
+            return -1;
         g_nbe++;
     }
     backend *be = &g_be[g_nbe];
@@ -1943,7 +1963,7 @@ static int setup_backends(void) {
             be->prec[QMM_PRECISION_FP8] = (prec_model){0x1p-4 + 0x1p-20, 0x1p-10 / 448.0, 0, 0x1p-10 / 448.0, 0};
             be->half_f16 = true;
             be->device_grid = true;
-            if (!add_backend(be, QMM_BACKEND_CUDA, NULL)) return -1;
+            if (!add_backend(be, QMM_BACKEND_CUDA, NULL, NULL)) return -1;
             int dev = 0, major = 0, minor = 0;
             if (cudaGetDevice(&dev) == cudaSuccess &&
                 cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
@@ -1955,6 +1975,25 @@ static int setup_backends(void) {
 #else
         print_message("[  SKIPPED ] backend cuda: this libqmm was built without the CUDA backend\n");
 #endif
+    }
+    be = &g_be[g_nbe];
+    memset(be, 0, sizeof *be);
+    snprintf(be->name, sizeof be->name, "webgpu");
+    if (selected("QMM_CONFORMANCE_BACKENDS", be->name)) {
+        tu_webgpu_env();
+        const qmm_status st = qmm_backend_check(QMM_BACKEND_WEBGPU);
+        if (st != QMM_OK) {
+            print_message("[  SKIPPED ] backend webgpu: %s\n", qmm_last_error());
+        } else {
+            be->kind = QMM_BACKEND_WEBGPU; /* every WebGPU path is F32 class: no operand model */
+            if (!add_backend(be, QMM_BACKEND_WEBGPU, NULL)) return -1;
+            qmm_webgpu_info info;
+            CHECK_OK(qmm_webgpu_get_info(be->ctx, &info));
+            /* the grid-limit cases (m = 524297, n > 8M) run on a GPU, not on a CPU adapter */
+            be->device_grid = strcmp(info.adapter_type, "CPU") != 0;
+            snprintf(be->name, sizeof be->name, "webgpu:%s", info.backend_api);
+            g_nbe++;
+        }
     }
     return g_nbe > 0 ? 0 : 1;
 }

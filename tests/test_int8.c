@@ -1,22 +1,32 @@
 /*
- * test_int8.c — the int8 strategy (docs/KERNELS.md "x86: int8_amx", "gemv_int8_avx512")
- * against qmm_matmul_ref within the int8 bound (nmse <= 5e-4, max_rel_err <= 2e-2): every
- * quantized type x shapes with m and k tails x n in {1..8, 16, 17, 64, 65}, with NaN after k
- * in every X row and poisoned Y padding that must stay untouched; batch invariance (row 0 has
- * the same bits for every n); the VNNI kernel called directly against a model of the same
- * int8 arithmetic (the reference run on X replaced by dx * q) within 1e-10 nmse; CASES.md A
+ * test_int8.c — the int8 strategy (docs/KERNELS.md "x86: int8_amx", "gemv_int8_avx512",
+ * "int8_avx2") against qmm_matmul_ref within the int8 bound (nmse <= 5e-4, max_rel_err <= 2e-2):
+ * every quantized type x shapes with m and k tails x n in {1..8, 16, 17, 64, 65}, with NaN after
+ * k in every X row and poisoned Y padding that must stay untouched; batch invariance (row 0 has
+ * the same bits for every n); the level's gemv kernel called directly against a model of the
+ * same int8 arithmetic (the reference run on X replaced by dx * q) within 1e-10 nmse; CASES.md A
  * (activations of one sign, |x| 2000 to 60000: the min and offset terms use the block sums)
  * and C (q8_0 quants of -128, mixed with 127); float weights are refused with
  * QMM_ERR_UNSUPPORTED. The codebook types (iq4_nl, iq4_xs, mxfp4, nvfp4) as the others, with
  * random valid blocks where there is no reference quantizer, plus every E8M0 scale byte of
  * mxfp4 up to 239 (rows of neighbouring exponents) and every UE4M3 byte of nvfp4; a type
- * the type table does not know yet is skipped with a message. Skipped (77) without AMX.
+ * the type table does not know yet is skipped with a message.
+ * Every test runs once per ISA configuration this machine has (QMM_CPU_ISA, QMM_CPU_AVX_VNNI):
+ *   amx            int8_amx: the VNNI gemv up to its max_n, AMX above (and for every n with
+ *                  QMM_FLAG_BATCH_INVARIANT);
+ *   avx512         int8_avx512: the AVX-512 VNNI gemv for every n;
+ *   avx2+avx-vnni  int8_avx2 on vpdpbusd (ymm), where the CPU has AVX-VNNI;
+ *   avx2           int8_avx2 on vpmaddubsw + vpmaddwd (QMM_CPU_AVX_VNNI=off on such a CPU).
+ * Below amx the plain and the batch-invariant context run the same gemv, so their Y must be
+ * the same bits at every n, and where the CPU has AVX-512 the level's kernel must give the
+ * AVX-512 kernel's bits (one order for all int8 gemv kernels). Skipped (77) without AVX2.
  */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,9 +44,9 @@ static const float POISON = -12345.0f;
 static const int64_t ns[] = {1, 2, 3, 4, 5, 6, 7, 8, 16, 17, 22, 29, 64, 65};
 #define N_NS (sizeof ns / sizeof ns[0])
 #define NMAX 65
-/* n <= qmm_x86_gemv_int8_avx512_max_n(type) (at most 8) runs the VNNI gemv
- * (gemv_int8_avx512.c) unless QMM_FLAG_BATCH_INVARIANT; the kernel is also called directly
- * for n = 1..8. */
+/* The level's gemv kernel is also called directly for n = 1..GEMV_MAX_N (at amx the VNNI gemv
+ * runs for n <= qmm_x86_gemv_int8_avx512_max_n(type), at most 8, unless
+ * QMM_FLAG_BATCH_INVARIANT). */
 #define GEMV_MAX_N 8
 /* gemv vs AMX, and either vs the model of the int8 arithmetic (exact integer dots, X as
  * dx * q): only the f32 rounding order differs. */
@@ -55,6 +65,35 @@ static void fill(float *v, int64_t count, uint32_t seed, float lo, float hi) {
         v[i] = lo + (hi - lo) * (float)(lcg(&s) * (1.0 / 16777216.0));
 }
 
+typedef void (*gemv_fn)(qmm_type, int64_t, int64_t, const unsigned char *, size_t, int64_t,
+                        const float *, int64_t, float *, int64_t, void *, int);
+
+/* One ISA configuration of the int8 strategy. */
+typedef struct level {
+    const char *name;
+    const char *isa;   /* QMM_CPU_ISA */
+    const char *vnni;  /* QMM_CPU_AVX_VNNI, or NULL */
+    bool amx;          /* AMX above the gemv's max_n */
+    gemv_fn gemv;      /* the gemv kernel the level runs */
+} level;
+
+static const level *g_level;
+
+/* A context of the current level (the environment set around its creation). */
+static qmm_status level_ctx(const qmm_context_params *p, qmm_context **out) {
+    setenv("QMM_CPU_ISA", g_level->isa, 1);
+    if (g_level->vnni) setenv("QMM_CPU_AVX_VNNI", g_level->vnni, 1);
+    const qmm_status st = qmm_context_create(p, out);
+    unsetenv("QMM_CPU_ISA");
+    unsetenv("QMM_CPU_AVX_VNNI");
+    return st;
+}
+
+/* The largest n the level runs its gemv for. */
+static int64_t gemv_max_n(qmm_type type) {
+    return g_level->amx ? qmm_x86_gemv_int8_avx512_max_n(type) : INT64_MAX;
+}
+
 /* mxfp4 rows whose E8M0 scales are below 2^-119: the AMX kernel's d_w * dx is then subnormal
  * (fewer bits), so AMX is held to the int8 limits only there, not to the model. */
 static bool tiny_scales;
@@ -63,21 +102,20 @@ static qmm_context *int8_ctx(void) {
     qmm_context *ctx = NULL;
     qmm_context_params p = qmm_context_default_params();
     p.n_threads = 2;
-    assert_int_equal(qmm_context_create(&p, &ctx), QMM_OK);
+    assert_int_equal(level_ctx(&p, &ctx), QMM_OK);
     assert_int_equal(qmm_context_set_strategy(ctx, QMM_STRATEGY_INT8), QMM_OK);
     return ctx;
 }
 
-/* A second context with QMM_FLAG_BATCH_INVARIANT: AMX for every n. */
+/* A second context with QMM_FLAG_BATCH_INVARIANT: AMX for every n at amx, the gemv below. */
 static qmm_context *inv_ctx;
 
 static int setup(void **state) {
     (void)state;
-    if (!qmm_cpu_isa_supported(QMM_CPU_ISA_AMX)) return -1;
     qmm_context_params p = qmm_context_default_params();
     p.n_threads = 2;
     p.flags = QMM_FLAG_BATCH_INVARIANT;
-    if (qmm_context_create(&p, &inv_ctx) != QMM_OK) return -1;
+    if (level_ctx(&p, &inv_ctx) != QMM_OK) return -1;
     return qmm_context_set_strategy(inv_ctx, QMM_STRATEGY_INT8) == QMM_OK ? 0 : -1;
 }
 
@@ -89,11 +127,12 @@ static int teardown(void **state) {
 
 /*
  * Run int8 on quantized rows wq (m x k of `type`) for X (NMAX rows, stride k + 3, NaN after
- * k) and every n of ns, in ctx and in inv_ctx (batch-invariant: AMX for every n); check
- * against the reference and the Y padding; row 0's bits must be the same for every n of one
- * path (gemv: n <= max_n in ctx; AMX: larger n in ctx and every n in inv_ctx); the gemv
- * kernel called directly for every n <= 8 must match the AMX results of the same n within
- * PATH_NMSE / PATH_REL (and ctx's bits where ctx ran it).
+ * k) and every n of ns, in ctx and in inv_ctx (batch-invariant: AMX for every n at amx, the
+ * gemv below); check against the reference and the Y padding; row 0's bits must be the same
+ * for every n of one path (gemv: n <= max_n in ctx; AMX: larger n in ctx and every n in
+ * inv_ctx); the level's gemv kernel called directly for every n <= 8 must match the
+ * batch-invariant context within PATH_NMSE / PATH_REL (bit for bit below amx), ctx's bits where
+ * ctx ran it, and the AVX-512 kernel's bits where the CPU has AVX-512.
  * Returns the number of failures (printed).
  */
 static int check_case(qmm_context *ctx, const char *what, qmm_type type, int64_t m, int64_t k,
@@ -110,7 +149,7 @@ static int check_case(qmm_context *ctx, const char *what, qmm_type type, int64_t
         int8_t *q = malloc((size_t)k);
         float *dx = malloc(sizeof(float) * (size_t)(k / 32)), *sx = malloc(sizeof(float) * (size_t)(k / 32));
         for (int64_t j = 0; j < NMAX; j++) {
-            qmm_x86_int8_quantize_row(x + j * ldx, k, q, dx, sx, 1);
+            qmm_x86_int8_quantize_row_generic(x + j * ldx, k, q, dx, sx, 1);
             for (int64_t p = 0; p < k; p++) xdq[j * k + p] = dx[p / 32] * (float)q[p];
         }
         free(q);
@@ -120,7 +159,10 @@ static int check_case(qmm_context *ctx, const char *what, qmm_type type, int64_t
     }
     void *scratch = aligned_alloc(64, (qmm_x86_gemv_int8_avx512_scratch(GEMV_MAX_N, k) + 63)
                                           / 64 * 64);
-    const int64_t max_n = qmm_x86_gemv_int8_avx512_max_n(type);
+    float *y512 = malloc(sizeof(float) * NMAX * ldy);
+    const bool cross = !g_level->amx && g_level->gemv != qmm_x86_gemv_int8_avx512 &&
+                       qmm_cpu_isa_supported(QMM_CPU_ISA_AVX512);
+    const int64_t max_n = gemv_max_n(type);
     int64_t first_amx = -1;
     float row0[2][1024];
     assert_true(m <= 1024);
@@ -140,7 +182,7 @@ static int check_case(qmm_context *ctx, const char *what, qmm_type type, int64_t
         assert_int_equal(qmm_compare(n, m, yinv, ldy, ref, m, &dinv), QMM_OK);
         bool paths_ok = true;
         if (n <= GEMV_MAX_N) {
-            qmm_x86_gemv_int8_avx512(type, m, k, wq, rb, n, x, ldx, yk, ldy, scratch, 2);
+            g_level->gemv(type, m, k, wq, rb, n, x, ldx, yk, ldy, scratch, 2);
             assert_int_equal(qmm_compare(n, m, yk, ldy, yinv, ldy, &dpath), QMM_OK);
             assert_int_equal(qmm_compare(n, m, yk, ldy, model, m, &dmodel), QMM_OK);
             paths_ok = (tiny_scales || qmm_diff_ok(&dpath, PATH_NMSE, PATH_REL)) &&
@@ -148,7 +190,17 @@ static int check_case(qmm_context *ctx, const char *what, qmm_type type, int64_t
             for (int64_t j = 0; gemv && j < n; j++)
                 if (memcmp(yk + j * ldy, y + j * ldy, sizeof(float) * (size_t)m) != 0)
                     paths_ok = false;
+            if (cross) { /* one order for every int8 gemv kernel: the AVX-512 one's bits */
+                qmm_x86_gemv_int8_avx512(type, m, k, wq, rb, n, x, ldx, y512, ldy, scratch, 2);
+                for (int64_t j = 0; j < n; j++)
+                    if (memcmp(yk + j * ldy, y512 + j * ldy, sizeof(float) * (size_t)m) != 0)
+                        paths_ok = false;
+            }
         }
+        /* below amx both contexts run the same gemv: the same bits at every n */
+        for (int64_t j = 0; !g_level->amx && j < n; j++)
+            if (memcmp(yinv + j * ldy, y + j * ldy, sizeof(float) * (size_t)m) != 0)
+                paths_ok = false;
         /* the batch-invariant context (AMX, or the gemv for types without int8 tiles) vs the
          * model, every n */
         assert_int_equal(qmm_compare(n, m, yinv, ldy, model, m, &dinvm), QMM_OK);
@@ -168,14 +220,14 @@ static int check_case(qmm_context *ctx, const char *what, qmm_type type, int64_t
         if (!qmm_diff_ok(&d, MAX_NMSE, MAX_REL) || !qmm_diff_ok(&dinv, MAX_NMSE, MAX_REL) ||
             !guards_ok || !invariant || !paths_ok) {
             print_error("%s %s m=%lld k=%lld n=%lld: nmse %.3g max_rel %.3g nonfinite %lld; "
-                        "invariant ctx nmse %.3g max_rel %.3g; gemv vs amx nmse %.3g max_rel "
+                        "invariant ctx nmse %.3g max_rel %.3g; gemv vs invariant ctx nmse %.3g max_rel "
                         "%.3g; gemv vs model nmse %.3g max_rel %.3g; invariant ctx vs model "
-                        "nmse %.3g max_rel %.3g; guards %s row0 %s\n", what,
+                        "nmse %.3g max_rel %.3g; guards %s row0 %s (%s)\n", what,
                         qmm_type_name(type), (long long)m, (long long)k, (long long)n, d.nmse,
                         d.max_rel_err, (long long)d.n_nonfinite, dinv.nmse, dinv.max_rel_err,
                         dpath.nmse, dpath.max_rel_err, dmodel.nmse, dmodel.max_rel_err,
                         dinvm.nmse, dinvm.max_rel_err, guards_ok ? "ok" : "WRITTEN",
-                        invariant ? "same" : "DIFFERS");
+                        invariant ? "same" : "DIFFERS", g_level->name);
             failures++;
         }
     }
@@ -185,6 +237,7 @@ static int check_case(qmm_context *ctx, const char *what, qmm_type type, int64_t
     free(y);
     free(yinv);
     free(yk);
+    free(y512);
     free(model);
     free(xdq);
     free(scratch);
@@ -440,11 +493,32 @@ static void test_codebook_scales(void **state) {
     assert_int_equal(failures, 0);
 }
 
+/* QMM_INT8_LEVELS=<name,...> runs only the named configurations. */
+static bool selected(const char *name) {
+    const char *list = getenv("QMM_INT8_LEVELS");
+    if (list == NULL || list[0] == '\0') return true;
+    const size_t len = strlen(name);
+    for (const char *p = list; *p;) {
+        const char *end = strchr(p, ',');
+        const size_t tl = end ? (size_t)(end - p) : strlen(p);
+        if (tl == len && strncmp(p, name, len) == 0) return true;
+        if (!end) break;
+        p = end + 1;
+    }
+    return false;
+}
+
 int main(void) {
-    if (!qmm_cpu_isa_supported(QMM_CPU_ISA_AMX)) {
-        print_message("[  SKIPPED ] int8 strategy: no AMX-INT8 on this machine\n");
+    if (!qmm_cpu_isa_supported(QMM_CPU_ISA_AVX2)) {
+        print_message("[  SKIPPED ] int8 strategy: no AVX2 on this machine (no portable int8)\n");
         return 77;
     }
+    const level levels[] = {
+        {"amx", "amx", NULL, true, qmm_x86_gemv_int8_avx512},
+        {"avx512", "avx512", NULL, false, qmm_x86_gemv_int8_avx512},
+        {"avx2+avx-vnni", "avx2", "auto", false, qmm_x86_gemv_int8_avxvnni},
+        {"avx2", "avx2", "off", false, qmm_x86_gemv_int8_avx2},
+    };
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_shapes),
         cmocka_unit_test(test_large_one_sign),
@@ -453,5 +527,21 @@ int main(void) {
         cmocka_unit_test(test_nonfinite_x),
         cmocka_unit_test(test_codebook_scales),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    int failed = 0;
+    for (size_t i = 0; i < sizeof levels / sizeof levels[0]; i++) {
+        const qmm_cpu_isa isa = levels[i].amx ? QMM_CPU_ISA_AMX
+                                : strcmp(levels[i].isa, "avx512") == 0 ? QMM_CPU_ISA_AVX512
+                                                                       : QMM_CPU_ISA_AVX2;
+        const bool needs_vnni = levels[i].gemv == qmm_x86_gemv_int8_avxvnni;
+        if (!qmm_cpu_isa_supported(isa) || (needs_vnni && !qmm_cpu_features_get()->avx_vnni)) {
+            print_message("[  SKIPPED ] int8 at %s: not on this machine\n", levels[i].name);
+            continue;
+        }
+        if (!selected(levels[i].name)) continue;
+        g_level = &levels[i];
+        char name[64];
+        snprintf(name, sizeof name, "int8 at %s", levels[i].name);
+        failed += _cmocka_run_group_tests(name, tests, sizeof tests / sizeof tests[0], setup, teardown);
+    }
+    return failed;
 }

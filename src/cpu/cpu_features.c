@@ -10,6 +10,7 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,6 +43,7 @@
 #endif
 
 static qmm_cpu_features g_features;
+static char g_brand[49];
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
 #if defined(QMM_X86)
@@ -65,9 +67,29 @@ static bool request_amx_permission(void) {
 }
 #endif
 
+/* The brand string of CPUID leaves 0x80000002..0x80000004 (48 bytes, NUL-padded), trimmed. */
+static void detect_brand(void) {
+    snprintf(g_brand, sizeof g_brand, "unknown");
+#if defined(QMM_X86)
+    unsigned r[12];
+    if ((unsigned)__get_cpuid_max(0x80000000u, NULL) < 0x80000004u) return;
+    for (unsigned i = 0; i < 3; i++)
+        __cpuid(0x80000002u + i, r[4 * i], r[4 * i + 1], r[4 * i + 2], r[4 * i + 3]);
+    char raw[49];
+    memcpy(raw, r, 48);
+    raw[48] = '\0';
+    const char *s = raw;
+    while (*s == ' ') s++;
+    size_t len = strlen(s);
+    while (len > 0 && s[len - 1] == ' ') len--;
+    if (len > 0) snprintf(g_brand, sizeof g_brand, "%.*s", (int)len, s);
+#endif
+}
+
 static void detect(void) {
     qmm_cpu_features *f = &g_features;
     memset(f, 0, sizeof *f);
+    detect_brand();
 #if defined(QMM_X86)
     unsigned a, b, c, d;
     if (!__get_cpuid(1, &a, &b, &c, &d)) return;
@@ -89,6 +111,7 @@ static void detect(void) {
         f->amx_tile = (d >> 24) & 1u;
         f->amx_int8 = (d >> 25) & 1u;
         __cpuid_count(7, 1, a, b, c, d);
+        f->avx_vnni = (a >> 4) & 1u;
         f->avx512bf16 = (a >> 5) & 1u;
     }
     if (osxsave && avx) {
@@ -116,6 +139,11 @@ static void detect(void) {
 const qmm_cpu_features *qmm_cpu_features_get(void) {
     pthread_once(&g_once, detect);
     return &g_features;
+}
+
+const char *qmm_cpu_brand(void) {
+    pthread_once(&g_once, detect);
+    return g_brand;
 }
 
 /* The first feature `isa` needs that this machine lacks, or NULL if it has them all. */
@@ -250,5 +278,19 @@ qmm_status qmm_cpu_isa_select(qmm_cpu_isa *out) {
                          "QMM_CPU_ISA=%s cannot run on this machine: %s (best level here: %s)",
                          env, why, isa_names[qmm_cpu_isa_best()]);
     *out = isa;
+    return QMM_OK;
+}
+
+qmm_status qmm_cpu_avx_vnni_select(qmm_cpu_isa isa, bool *out) {
+    const char *env = getenv("QMM_CPU_AVX_VNNI");
+    bool allowed = true;
+    if (env != NULL && env[0] != '\0') {
+        if (strcmp(env, "off") == 0 || strcmp(env, "0") == 0) allowed = false;
+        else if (strcmp(env, "auto") != 0)
+            return qmm_error(QMM_ERR_INVALID_ARGUMENT,
+                             "QMM_CPU_AVX_VNNI=\"%s\" is not one of off, 0, auto", env);
+    }
+    const qmm_cpu_features *f = qmm_cpu_features_get();
+    *out = allowed && isa >= QMM_CPU_ISA_AVX2 && f->avx_vnni && f->os_ymm;
     return QMM_OK;
 }

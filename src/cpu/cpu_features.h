@@ -57,6 +57,7 @@ typedef enum qmm_cpu_isa {
  * AT_HWCAP / AT_HWCAP2. */
 typedef struct qmm_cpu_features {
     bool avx2, fma, f16c;
+    bool avx_vnni;    /**< AVX-VNNI: vpdpbusd on xmm/ymm (VEX), CPUID.(7,1):EAX[4] */
     bool avx512f, avx512bw, avx512vl, avx512dq, avx512vnni, avx512bf16, avx512fp16;
     bool amx_tile, amx_int8, amx_bf16;
     bool os_ymm;      /**< XCR0 bits 1-2: SSE and AVX state enabled */
@@ -74,6 +75,11 @@ typedef struct qmm_cpu_features {
 
 /** The machine's features, detected once (thread-safe). Never NULL. */
 const qmm_cpu_features *qmm_cpu_features_get(void);
+
+/** The CPU's model name: the CPUID brand string (leaves 0x80000002..4) with surrounding
+ * spaces removed, e.g. "Intel(R) Xeon(R) Processor"; "unknown" where CPUID has none. Detected
+ * once (thread-safe); never NULL. */
+const char *qmm_cpu_brand(void);
 
 /** The highest ISA level this CPU and OS can run (AMX only if the permission was granted). */
 qmm_cpu_isa qmm_cpu_isa_best(void);
@@ -95,5 +101,14 @@ qmm_status qmm_cpu_isa_from_name(const char *name, qmm_cpu_isa *out);
  * feature is missing). `out` is set only on success.
  */
 qmm_status qmm_cpu_isa_select(qmm_cpu_isa *out);
+
+/**
+ * Whether a new CPU context at level `isa` may run the AVX-VNNI kernels (int8 on ymm): the
+ * level is avx2 or above, the CPU has AVX-VNNI, and the environment variable QMM_CPU_AVX_VNNI
+ * is not "off" (nor "0"); "off" makes an AVX-VNNI machine run the AVX2 kernels that AVX2-only
+ * CPUs run (for tests and measurements). Errors: QMM_ERR_INVALID_ARGUMENT for a value other
+ * than "off", "0", "auto" or empty. `out` is set only on success.
+ */
+qmm_status qmm_cpu_avx_vnni_select(qmm_cpu_isa isa, bool *out);
 
 #endif /* QMM_CPU_FEATURES_H */

@@ -46,6 +46,7 @@ void sysinfo_cpu_features(char *buf, size_t len) {
         {"avx2", ymm && c->avx2},
         {"fma", ymm && c->fma},
         {"f16c", ymm && c->f16c},
+        {"avx-vnni", ymm && c->avx_vnni},
         {"avx512f", zmm && c->avx512f},
         {"avx512bw", zmm && c->avx512bw},
         {"avx512vl", zmm && c->avx512vl},
@@ -73,9 +74,15 @@ void sysinfo_cpu_features(char *buf, size_t len) {
 }
 
 const char *sysinfo_cpu_isa(void) {
+    static char buf[48];
     qmm_cpu_isa isa;
-    if (qmm_cpu_isa_select(&isa) != QMM_OK) return "unavailable";
-    return qmm_cpu_isa_name(isa);
+    bool vnni = false;
+    if (qmm_cpu_isa_select(&isa) != QMM_OK || qmm_cpu_avx_vnni_select(isa, &vnni) != QMM_OK)
+        return "unavailable";
+    /* the AVX-VNNI kernels run at level avx2 only (higher levels have their own) */
+    snprintf(buf, sizeof buf, "%s%s", qmm_cpu_isa_name(isa),
+             isa == QMM_CPU_ISA_AVX2 && vnni ? "+avx-vnni" : "");
+    return buf;
 }
 
 static size_t sysfs_cache_bytes(int index) {

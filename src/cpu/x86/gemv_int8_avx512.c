@@ -49,23 +49,17 @@
 
 #include <omp.h>
 
-#include "cpu/x86/gemv_int8_tasks.h"
+#include "cpu/x86/gemv_int8_common.h"
 #include "cpu/x86/x86_kernels.h"
 #include "formats/blocks.h"
 
-#define CHUNK 512     /* elements per chunk (8 zmm of W bytes) */
-#define NMAX 8        /* X rows per pass over a W row */
-#define LANES 32      /* per-lane X data reserved per chunk (16 used by 32-element types) */
+#define CHUNK QMM_I8_CHUNK /* elements per chunk (8 zmm of W bytes) */
+#define NMAX QMM_I8_NMAX
+#define LANES QMM_I8_LANES
+#define GROUP QMM_I8_GROUP
 
-static bool k_quant(qmm_type t) {
-    return t == QMM_TYPE_Q2_K || t == QMM_TYPE_Q3_K || t == QMM_TYPE_Q4_K ||
-           t == QMM_TYPE_Q5_K || t == QMM_TYPE_Q6_K;
-}
-
-/* Sub-blocks of 16 elements (two lane vectors per chunk) or of 32 (one). */
-static bool sub16(qmm_type t) {
-    return t == QMM_TYPE_Q2_K || t == QMM_TYPE_Q3_K || t == QMM_TYPE_Q6_K;
-}
+#define k_quant qmm_i8_k_quant
+#define sub16 qmm_i8_sub16
 
 bool qmm_x86_gemv_int8_avx512_has_type(qmm_type type) {
     switch (type) {
@@ -79,19 +73,10 @@ bool qmm_x86_gemv_int8_avx512_has_type(qmm_type type) {
 }
 
 /*
- * Measured (qmm bench, 14336 x 4096, 2 threads, int8 strategy, n = 1..8, this VM; ms gemv vs
- * AMX): AMX reads its int8 copy (1.125 bytes per weight) at the memory rate for any n
- * (~3.3 ms q4_0/q8_0, ~3.7 ms q4_K), so gemv wins while it stays under that: q4_0 up to
- * n = 8 (1.84 .. 3.12 ms), q4_K up to n = 6 (2.31 .. 3.23; n = 7: 3.98), q8_0 only at n = 1
- * (3.30 vs 3.36; its native blocks are 1.06 bytes per weight, n = 2: 3.68).
- * q4_1, q5_0, q5_1, q5_K (int8 tiles since the third session), 2026-11-29 22:47 UTC, quiet:
- *   qmm bench --shape 4608x1024,1024x4608 --types q4_1,q5_0,q5_1,q5_K --strategy int8
- *             --n 1,2,4,6,8,12,16 --iters 7 --csv [--batch-invariant: AMX at every n]
- * ms gemv / AMX at 4608x1024 and 1024x4608: q4_1 n=8 0.273/0.313, 0.334/0.338, n=12
- * 0.429/0.317; q5_0 n=6 0.267/0.287, 0.272/0.305, n=8 0.323/0.293, 0.338/0.325; q5_1 n=6
- * 0.267/0.311, 0.324/0.341, n=8 0.348/0.323, 0.362/0.348; q5_K n=6 0.280/0.321, 0.289/0.338,
- * n=8 0.316/0.316, 0.370/0.316.
- * Types without int8 tiles (q2_K, q3_K, q6_K: no AMX kernel) run this kernel for every n.
+ * Where this kernel beats the AMX-INT8 tiles, per type with tiles: AMX reads its int8 copy
+ * (1.125 bytes per weight) at the memory rate for any n, so this kernel wins while its time
+ * stays under that (the commands and numbers: bench/results/cpu-spr-crossovers.md). Types
+ * without int8 tiles (q2_K, q3_K, q6_K: no AMX kernel) run this kernel for every n.
  */
 int64_t qmm_x86_gemv_int8_avx512_max_n(qmm_type type) {
     switch (type) {
@@ -140,18 +125,12 @@ static int elem(qmm_type type, int v, int b) {
     return 256 * h + 128 * (j / 32) + 32 * s + j % 32;
 }
 
-/* Per call: the X permutation (perm[pos] = chunk element stored at byte pos of the X copy)
- * and the sub-block of each result lane (lane_sub), found by following the reduction tree. */
-typedef struct layout {
-    uint16_t perm[CHUNK];
-    int lane_sub[LANES];
-    int lanes, sub_size;
-} layout;
-
-static void layout_make(qmm_type type, layout *lo) {
+/* The X layout (gemv_int8_common.h): runs from elem(), and the sub-block of each result lane,
+ * found by following the reduction tree. */
+static void layout_make(qmm_type type, qmm_i8_layout *lo) {
     lo->sub_size = sub16(type) ? 16 : 32;
-    for (int v = 0; v < 8; v++)
-        for (int b = 0; b < 64; b++) lo->perm[64 * v + b] = (uint16_t)elem(type, v, b);
+    lo->flip = type == QMM_TYPE_Q8_0 ? 0x80 : 0; /* q8_0: x + 128 as the unsigned side */
+    (void)qmm_i8_layout_runs(lo, 64, elem, type); /* every order here moves runs of 8 or 16 */
     int r[4][16]; /* sub-block of each int32 lane of r[u] (bytes 4L..4L+3 of wv[2u], wv[2u+1]) */
     for (int u = 0; u < 4; u++)
         for (int l = 0; l < 16; l++) r[u][l] = elem(type, 2 * u, 4 * l) / lo->sub_size;
@@ -171,69 +150,11 @@ static void layout_make(qmm_type type, layout *lo) {
         }
         for (int i = 16; i < 32; i++) lo->lane_sub[i] = 0;
     }
+    for (int L = 0; L < 16; L++) lo->lane_out[L] = L; /* its lanes are the canonical ones */
 }
 
-/* ---------------------------------------------------------------------------------------
- * X scratch, per row: the permuted int8 copy (kp bytes), the natural one (kp bytes), then per
- * chunk and lane: dx, s = dx * sum(q) and the int32 sum(q) of the lane's sub-block.
- * ------------------------------------------------------------------------------------- */
+size_t qmm_x86_gemv_int8_avx512_scratch(int64_t n, int64_t k) { return qmm_i8_scratch(n, k); }
 
-/* One prepared X row (pointers into the scratch). */
-typedef struct xrow {
-    const int8_t *q;
-    const float *dx, *s;
-    const int32_t *sum;
-} xrow;
-
-static int64_t k_padded(int64_t k) { return (k + CHUNK - 1) / CHUNK * CHUNK; }
-
-static size_t row_bytes(int64_t k) {
-    const int64_t kp = k_padded(k);
-    return (size_t)kp * 2 + (size_t)(kp / CHUNK) * LANES * 3 * sizeof(float);
-}
-
-size_t qmm_x86_gemv_int8_avx512_scratch(int64_t n, int64_t k) {
-    const size_t own = (size_t)n * row_bytes(k) + (n > NMAX ? (size_t)n * sizeof(xrow) : 0);
-    const size_t cb = qmm_x86_gemv_int8_codebook_scratch(n, k);
-    return own > cb ? own : cb;
-}
-
-
-static void x_prepare(qmm_type type, const layout *lo, const float *x, int64_t k,
-                      unsigned char *base, xrow *out) {
-    const int64_t kp = k_padded(k), kc = k / 32, chunks = kp / CHUNK;
-    int8_t *q = (int8_t *)base, *nat = q + kp;
-    float *dx = (float *)(base + 2 * kp), *s = dx + chunks * LANES;
-    int32_t *sum = (int32_t *)(s + chunks * LANES);
-    /* natural quants; the per-block dx and s (kp / 32 <= chunks * LANES floats each) go to
-     * s[] and sum[] first and are overwritten by the lane data below (dx[] from s[] first) */
-    float *dx_block = s;
-    qmm_x86_int8_quantize_row(x, k, nat, dx_block, (float *)sum, 1);
-    memset(nat + kc * 32, 0, (size_t)(kp - kc * 32));
-    for (int64_t c = kc; c < kp / 32; c++) dx_block[c] = 0.0f;
-    for (int64_t ch = 0; ch < chunks; ch++)
-        for (int l = 0; l < LANES; l++) {
-            const int64_t e0 = ch * CHUNK + (int64_t)lo->lane_sub[l] * lo->sub_size;
-            dx[ch * LANES + l] = l < lo->lanes ? dx_block[e0 / 32] : 0.0f;
-        }
-    for (int64_t ch = 0; ch < chunks; ch++)
-        for (int l = 0; l < LANES; l++) {
-            const int64_t e0 = ch * CHUNK + (int64_t)lo->lane_sub[l] * lo->sub_size;
-            int32_t t = 0;
-            if (l < lo->lanes)
-                for (int e = 0; e < lo->sub_size; e++) t += nat[e0 + e];
-            sum[ch * LANES + l] = t;
-            s[ch * LANES + l] = dx[ch * LANES + l] * (float)t;
-        }
-    const int flip = type == QMM_TYPE_Q8_0 ? 0x80 : 0; /* q8_0: x + 128 as the unsigned side */
-    for (int64_t ch = 0; ch < chunks; ch++)
-        for (int p = 0; p < CHUNK; p++)
-            q[ch * CHUNK + p] = (int8_t)(nat[ch * CHUNK + lo->perm[p]] ^ flip);
-    out->q = q;
-    out->dx = dx;
-    out->s = s;
-    out->sum = sum;
-}
 
 /* ---------------------------------------------------------------------------------------
  * W decoders: chunk ch of a row into wv[8] (bytes in elem() order; parts beyond the row's
@@ -534,46 +455,22 @@ static inline __m512i pair_sums(__m512i a, __m512i b, __m512i even, __m512i odd)
                             _mm512_permutex2var_epi32(a, odd, b));
 }
 
-static size_t block_bytes(qmm_type type) {
-    switch (type) {
-    case QMM_TYPE_Q4_0: return sizeof(block_q4_0);
-    case QMM_TYPE_Q4_1: return sizeof(block_q4_1);
-    case QMM_TYPE_Q5_0: return sizeof(block_q5_0);
-    case QMM_TYPE_Q5_1: return sizeof(block_q5_1);
-    case QMM_TYPE_Q8_0: return sizeof(block_q8_0);
-    case QMM_TYPE_Q2_K: return sizeof(block_q2_K);
-    case QMM_TYPE_Q3_K: return sizeof(block_q3_K);
-    case QMM_TYPE_Q4_K: return sizeof(block_q4_K);
-    case QMM_TYPE_Q5_K: return sizeof(block_q5_K);
-    default: return sizeof(block_q6_K);
-    }
-}
-
-/* log2 of the offset subtracted from the unsigned quant (0: none). */
-static int offset_shift(qmm_type type) {
-    switch (type) {
-    case QMM_TYPE_Q4_0: return 3;
-    case QMM_TYPE_Q5_0: return 4;
-    case QMM_TYPE_Q3_K: return 2;
-    case QMM_TYPE_Q6_K: return 5;
-    default: return 0;
-    }
-}
-
-static bool has_min(qmm_type type) {
-    return type == QMM_TYPE_Q4_1 || type == QMM_TYPE_Q5_1 || type == QMM_TYPE_Q2_K ||
-           type == QMM_TYPE_Q4_K || type == QMM_TYPE_Q5_K;
-}
+#define block_bytes qmm_i8_block_bytes
+#define offset_shift qmm_i8_offset_shift
+#define has_min qmm_i8_has_min
 
 /* R (1..GROUP) consecutive W rows (row r at w + r * row_stride) against n (<= NMAX) X rows:
  * y[j * ldy + r]. The rows are walked side by side chunk by chunk, each with its own
  * accumulators (R * n <= 8 keeps them in registers), so a row's arithmetic is the same for
  * any R. prefetch_off != 0: each chunk read is prefetched that many bytes further on too.
- * idx0, idx1: the natural sub-block of each result lane (vector 0, vector 1), for the scale
- * permutes. */
+ * lay->lane_sub: the natural sub-block of each result lane (idx0: vector 0, idx1: vector 1),
+ * for the scale permutes. */
 static inline __attribute__((always_inline)) void row_kernel(
     qmm_type type, const unsigned char *w, size_t row_stride, int R, size_t prefetch_off,
-    int64_t k, int64_t n, const xrow *xr, __m512i idx0, __m512i idx1, float *y, int64_t ldy) {
+    int64_t k, int64_t n, const qmm_i8_xrow *xr, const qmm_i8_layout *lay, float *y,
+    int64_t ldy) {
+    const __m512i idx0 = _mm512_loadu_si512(lay->lane_sub);
+    const __m512i idx1 = _mm512_loadu_si512(lay->lane_sub + 16);
     const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26,
                                            28, 30);
     const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
@@ -591,10 +488,7 @@ static inline __attribute__((always_inline)) void row_kernel(
     for (int r = 0; r < R; r++) {
         const unsigned char *row = w + (size_t)r * row_stride;
         __m512 *acc = accs[r];
-        if (prefetch_off != 0)
-            for (size_t o = 0; o < chunk_bytes; o += 64)
-                _mm_prefetch((const char *)row + prefetch_off + ch * chunk_bytes + o,
-                             _MM_HINT_T0);
+        qmm_i8_prefetch(row + ch * chunk_bytes, chunk_bytes, prefetch_off);
         const int64_t left = k - ch * CHUNK; /* elements of the row from this chunk on */
         const unsigned char *c0 = row + (size_t)ch * chunk_bytes;
         __m512i wv[8], init[4];
@@ -674,46 +568,18 @@ static inline __attribute__((always_inline)) void row_kernel(
         for (int64_t j = 0; j < n; j++) y[j * ldy + r] = _mm512_reduce_add_ps(accs[r][j]);
 }
 
-/* One instance of the row kernel per type (the type a compile-time constant in each). Rows
- * i0..i1-1; n <= GROUP_NMAX: groups of GROUP rows, prefetching the next group (while it lies
- * within W), then single rows; otherwise single rows prefetching two rows ahead (first pass
- * of X rows only: later passes find the task in L2). */
-#define ROWS_FN(name, TYPE)                                                                  \
-    static void name(int64_t i0, int64_t i1, int64_t m, int64_t k, const unsigned char *w,   \
-                     size_t row_stride, int64_t n, const xrow *xr, __m512i idx0,             \
-                     __m512i idx1, float *y, int64_t ldy) {                                  \
-        for (int64_t g = 0; g < n; g += NMAX) {                                              \
-            const int64_t ng = n - g < NMAX ? n - g : NMAX;                                  \
-            int64_t i = i0;                                                                  \
-            if (ng <= GROUP_NMAX)                                                            \
-                for (; i + GROUP <= i1; i += GROUP) {                                        \
-                    const size_t pf = g == 0 && i + 2 * GROUP <= m ? GROUP * row_stride : 0;  \
-                    row_kernel(TYPE, w + (size_t)i * row_stride, row_stride, GROUP, pf, k,   \
-                               ng, xr + g, idx0, idx1, y + g * ldy + i, ldy);                \
-                }                                                                            \
-            for (; i < i1; i++) {                                                            \
-                const size_t pf = g == 0 && i + 2 < m ? 2 * row_stride : 0;                  \
-                row_kernel(TYPE, w + (size_t)i * row_stride, row_stride, 1, pf, k, ng,       \
-                           xr + g, idx0, idx1, y + g * ldy + i, ldy);                        \
-            }                                                                                \
-        }                                                                                    \
-    }
-ROWS_FN(rows_q4_0, QMM_TYPE_Q4_0)
-ROWS_FN(rows_q4_1, QMM_TYPE_Q4_1)
-ROWS_FN(rows_q5_0, QMM_TYPE_Q5_0)
-ROWS_FN(rows_q5_1, QMM_TYPE_Q5_1)
-ROWS_FN(rows_q8_0, QMM_TYPE_Q8_0)
-ROWS_FN(rows_q2_K, QMM_TYPE_Q2_K)
-ROWS_FN(rows_q3_K, QMM_TYPE_Q3_K)
-ROWS_FN(rows_q4_K, QMM_TYPE_Q4_K)
-ROWS_FN(rows_q5_K, QMM_TYPE_Q5_K)
-ROWS_FN(rows_q6_K, QMM_TYPE_Q6_K)
-#undef ROWS_FN
+QMM_I8_DEFINE_ROWS(rows_q4_0, row_kernel, QMM_TYPE_Q4_0)
+QMM_I8_DEFINE_ROWS(rows_q4_1, row_kernel, QMM_TYPE_Q4_1)
+QMM_I8_DEFINE_ROWS(rows_q5_0, row_kernel, QMM_TYPE_Q5_0)
+QMM_I8_DEFINE_ROWS(rows_q5_1, row_kernel, QMM_TYPE_Q5_1)
+QMM_I8_DEFINE_ROWS(rows_q8_0, row_kernel, QMM_TYPE_Q8_0)
+QMM_I8_DEFINE_ROWS(rows_q2_K, row_kernel, QMM_TYPE_Q2_K)
+QMM_I8_DEFINE_ROWS(rows_q3_K, row_kernel, QMM_TYPE_Q3_K)
+QMM_I8_DEFINE_ROWS(rows_q4_K, row_kernel, QMM_TYPE_Q4_K)
+QMM_I8_DEFINE_ROWS(rows_q5_K, row_kernel, QMM_TYPE_Q5_K)
+QMM_I8_DEFINE_ROWS(rows_q6_K, row_kernel, QMM_TYPE_Q6_K)
 
-typedef void (*rows_fn)(int64_t, int64_t, int64_t, int64_t, const unsigned char *, size_t,
-                        int64_t, const xrow *, __m512i, __m512i, float *, int64_t);
-
-static rows_fn rows_for(qmm_type type) {
+static qmm_i8_rows_fn rows_for(qmm_type type) {
     switch (type) {
     case QMM_TYPE_Q4_0: return rows_q4_0;
     case QMM_TYPE_Q4_1: return rows_q4_1;
@@ -729,6 +595,9 @@ static rows_fn rows_for(qmm_type type) {
     }
 }
 
+static bool has_rows(qmm_type type) { return rows_for(type) != NULL; }
+QMM_I8_LAYOUT_CACHE(layout_for, layout_make, has_rows)
+
 void qmm_x86_gemv_int8_avx512(qmm_type type, int64_t m, int64_t k, const unsigned char *w,
                               size_t row_stride, int64_t n, const float *x, int64_t ldx,
                               float *y, int64_t ldy, void *scratch, int n_threads) {
@@ -737,27 +606,8 @@ void qmm_x86_gemv_int8_avx512(qmm_type type, int64_t m, int64_t k, const unsigne
                                    n_threads);
         return;
     }
-    const rows_fn fn = rows_for(type);
-    if (fn == NULL || n <= 0 || m <= 0) return;
-    layout lo;
-    layout_make(type, &lo);
-    xrow xr_stack[NMAX];
-    /* n > NMAX: the per-row records go after the X rows (the scratch size reserves them) */
-    xrow *xr = n <= NMAX ? xr_stack
-                         : (xrow *)((unsigned char *)scratch + (size_t)n * row_bytes(k));
-    for (int64_t j = 0; j < n; j++)
-        x_prepare(type, &lo, x + j * ldx, k,
-                  (unsigned char *)scratch + (size_t)j * row_bytes(k), &xr[j]);
-    int32_t ix[32];
-    for (int i = 0; i < 32; i++) ix[i] = lo.lane_sub[i];
-    const __m512i idx0 = _mm512_loadu_si512(ix), idx1 = _mm512_loadu_si512(ix + 16);
-    int threads = n_threads < 1 ? 1 : n_threads;
-    const int64_t task_rows = qmm_x86_int8_task_rows(m, n, threads);
-    const int64_t tasks = (m + task_rows - 1) / task_rows;
-    if (threads > tasks) threads = (int)tasks;
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
-    for (int64_t t = 0; t < tasks; t++) {
-        const int64_t i0 = t * task_rows, i1 = i0 + task_rows < m ? i0 + task_rows : m;
-        fn(i0, i1, m, k, w, row_stride, n, xr, idx0, idx1, y, ldy);
-    }
+    const qmm_i8_rows_fn fn = rows_for(type);
+    if (fn == NULL) return;
+    qmm_i8_drive(fn, layout_for(type), qmm_x86_int8_quantize_row, m, k, w, row_stride, n, x,
+                 ldx, y, ldy, scratch, n_threads);
 }

@@ -49,15 +49,16 @@
 
 #include <omp.h>
 
-#include "cpu/x86/gemv_int8_tasks.h"
+#include "cpu/x86/gemv_int8_common.h"
 #include "cpu/x86/x86_kernels.h"
 #include "formats/blocks.h"
 #include "formats/codec_fp4.h"
 #include "formats/codec_iq4.h"
 
-#define CHUNK 512          /* elements per chunk (8 zmm of W bytes) */
-#define NMAX 8             /* X rows per pass over a W row */
-#define LANES 32           /* per-lane X data per chunk (16 used by 32-element sub-blocks) */
+#define CHUNK QMM_I8_CHUNK /* elements per chunk (8 zmm of W bytes) */
+#define NMAX QMM_I8_NMAX
+#define LANES QMM_I8_LANES
+#define GROUP QMM_I8_GROUP
 
 /* The kernels of this file, one per type. */
 typedef enum cb_kind { CB_NONE = -1, CB_IQ4_NL, CB_IQ4_XS, CB_MXFP4, CB_NVFP4 } cb_kind;
@@ -89,70 +90,29 @@ static size_t chunk_bytes(cb_kind kd) {
 }
 
 /* ---------------------------------------------------------------------------------------
- * X scratch, per row: the permuted int8 copy (kp bytes), the natural one (kp bytes), then per
- * chunk and lane the dx of the lane's sub-block (float) and 128 * sum(q) over it (int32).
+ * X layout (gemv_int8_common.h): the register order below; result lanes in natural sub-block
+ * order. The lanes' sums enter as 128 * sum(q) (exact: the codebook value is u - 128).
  * ------------------------------------------------------------------------------------- */
 
-typedef struct xrow {
-    const int8_t *q;
-    const float *dx;
-    const int32_t *s128;
-} xrow;
-
-static int64_t k_padded(int64_t k) { return (k + CHUNK - 1) / CHUNK * CHUNK; }
-
-static size_t row_bytes(int64_t k) {
-    const int64_t kp = k_padded(k);
-    return (size_t)kp * 2 + (size_t)(kp / CHUNK) * LANES * 2 * sizeof(float);
+/* Chunk element in byte b of register v (v = 2u first, 2u + 1 second register of pair u). */
+static int elem(qmm_type type, int v, int b) {
+    const int u = v / 2;
+    if (type == QMM_TYPE_NVFP4) /* blocks 2u, 2u + 1: qs byte i low (first) / high (second) */
+        return 128 * u + 16 * (b / 8) + 8 * (v % 2) + b % 8;
+    return 32 * (4 * u + b / 16) + 16 * (v % 2) + b % 16; /* sub-blocks 4u..4u+3 side by side */
 }
 
-size_t qmm_x86_gemv_int8_codebook_scratch(int64_t n, int64_t k) {
-    return (size_t)n * row_bytes(k) + (n > NMAX ? (size_t)n * sizeof(xrow) : 0);
+static void layout_make(qmm_type type, qmm_i8_layout *lo) {
+    lo->sub_size = sub16(kind_of(type)) ? 16 : 32;
+    lo->lanes = CHUNK / lo->sub_size;
+    lo->flip = 0;
+    for (int l = 0; l < LANES; l++) lo->lane_sub[l] = l < lo->lanes ? l : 0;
+    for (int L = 0; L < 16; L++) lo->lane_out[L] = L;
+    (void)qmm_i8_layout_runs(lo, 64, elem, type);
 }
 
-static void x_prepare(cb_kind kd, const float *x, int64_t k, unsigned char *base, xrow *out) {
-    const int64_t kp = k_padded(k), kc = k / 32, chunks = kp / CHUNK;
-    int8_t *q = (int8_t *)base, *nat = q + kp;
-    float *dx = (float *)(base + 2 * kp);
-    int32_t *s128 = (int32_t *)(dx + chunks * LANES);
-    /* the per-block dx and s (kp / 32 floats each) go to the s128 area first; the lane dx are
-     * made from them before the sums overwrite them */
-    float *dx_block = (float *)s128, *s_block = dx_block + kp / 32;
-    qmm_x86_int8_quantize_row(x, k, nat, dx_block, s_block, 1);
-    memset(nat + kc * 32, 0, (size_t)(kp - kc * 32));
-    for (int64_t c = kc; c < kp / 32; c++) dx_block[c] = 0.0f;
-    const int sub = sub16(kd) ? 16 : 32, lanes = CHUNK / sub;
-    for (int64_t ch = 0; ch < chunks; ch++)
-        for (int l = 0; l < LANES; l++)
-            dx[ch * LANES + l] = l < lanes ? dx_block[(ch * CHUNK + l * sub) / 32] : 0.0f;
-    for (int64_t ch = 0; ch < chunks; ch++)
-        for (int l = 0; l < LANES; l++) {
-            int32_t t = 0;
-            if (l < lanes)
-                for (int e = 0; e < sub; e++) t += nat[ch * CHUNK + l * sub + e];
-            s128[ch * LANES + l] = 128 * t;
-        }
-    /* the register order: per pair u, 128 natural elements as two 64-byte halves */
-    for (int64_t ch = 0; ch < chunks; ch++)
-        for (int u = 0; u < 4; u++) {
-            const int8_t *src = nat + ch * CHUNK + 128 * u;
-            int8_t *dst = q + ch * CHUNK + 128 * u;
-            const __m512i z0 = _mm512_loadu_si512(src), z1 = _mm512_loadu_si512(src + 64);
-            __m512i a, b;
-            if (sub16(kd)) { /* block of 64: qwords 0, 2, 4, 6 (elements 16s..16s+7) first */
-                a = _mm512_permutex2var_epi64(z0, _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14), z1);
-                b = _mm512_permutex2var_epi64(z0, _mm512_setr_epi64(1, 3, 5, 7, 9, 11, 13, 15), z1);
-            } else { /* blocks of 32: the first 16 elements of each, then the second 16 */
-                a = _mm512_shuffle_i64x2(z0, z1, 0x88);
-                b = _mm512_shuffle_i64x2(z0, z1, 0xDD);
-            }
-            _mm512_storeu_si512(dst, a);
-            _mm512_storeu_si512(dst + 64, b);
-        }
-    out->q = q;
-    out->dx = dx;
-    out->s128 = s128;
-}
+size_t qmm_x86_gemv_int8_codebook_scratch(int64_t n, int64_t k) { return qmm_i8_scratch(n, k); }
+
 
 /* ---------------------------------------------------------------------------------------
  * W decoders: chunk of a row into wv[8] (codebook value + 128 as unsigned bytes, elem() order;
@@ -309,6 +269,11 @@ static inline __attribute__((always_inline)) void decode_nv(const unsigned char 
  * Row kernel
  * ------------------------------------------------------------------------------------- */
 
+/* 128 * sum(q_x) of 16 lanes. */
+static inline __m512i s128(const int32_t *sum) {
+    return _mm512_slli_epi32(_mm512_loadu_si512(sum), 7);
+}
+
 /* t lane i = (a:b)[2i] + (a:b)[2i+1]: adjacent lanes of the 32 lanes of a then b summed. */
 static inline __m512i pair_sums(__m512i a, __m512i b, __m512i even, __m512i odd) {
     return _mm512_add_epi32(_mm512_permutex2var_epi32(a, even, b),
@@ -319,7 +284,9 @@ static inline __m512i pair_sums(__m512i a, __m512i b, __m512i even, __m512i odd)
  * gemv_int8_avx512.c's row_kernel (a row's arithmetic is the same for any R). */
 static inline __attribute__((always_inline)) void row_kernel(
     cb_kind kd, const unsigned char *w, size_t row_stride, int R, size_t prefetch_off,
-    int64_t k, int64_t n, const xrow *xr, float *y, int64_t ldy) {
+    int64_t k, int64_t n, const qmm_i8_xrow *xr, const qmm_i8_layout *lay, float *y,
+    int64_t ldy) {
+    (void)lay; /* natural order */
     const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26,
                                            28, 30);
     const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
@@ -334,9 +301,7 @@ static inline __attribute__((always_inline)) void row_kernel(
         for (int r = 0; r < R; r++) {
             const unsigned char *row = w + (size_t)r * row_stride;
             __m512 *acc = accs[r];
-            if (prefetch_off != 0)
-                for (size_t o = 0; o < cbytes; o += 64)
-                    _mm_prefetch((const char *)row + prefetch_off + ch * cbytes + o, _MM_HINT_T0);
+            qmm_i8_prefetch(row + ch * cbytes, cbytes, prefetch_off);
             const int64_t left = k - ch * CHUNK;
             const unsigned char *c0 = row + (size_t)ch * cbytes;
             __m512i wv[8];
@@ -364,13 +329,13 @@ static inline __attribute__((always_inline)) void row_kernel(
                 __m512 a = acc[j];
                 if (!two) {
                     is0 = _mm512_sub_epi32(pair_sums(is0, is1, even, odd),
-                                           _mm512_loadu_si512(xr[j].s128 + lo));
+                                           s128(xr[j].sum + lo));
                     a = _mm512_fmadd_ps(
                         _mm512_mul_ps(_mm512_cvtepi32_ps(is0), _mm512_loadu_ps(xr[j].dx + lo)),
                         dw[0], a);
                 } else {
-                    is0 = _mm512_sub_epi32(is0, _mm512_loadu_si512(xr[j].s128 + lo));
-                    is1 = _mm512_sub_epi32(is1, _mm512_loadu_si512(xr[j].s128 + lo + 16));
+                    is0 = _mm512_sub_epi32(is0, s128(xr[j].sum + lo));
+                    is1 = _mm512_sub_epi32(is1, s128(xr[j].sum + lo + 16));
                     a = _mm512_fmadd_ps(
                         _mm512_mul_ps(_mm512_cvtepi32_ps(is0), _mm512_loadu_ps(xr[j].dx + lo)),
                         dw[0], a);
@@ -385,57 +350,23 @@ static inline __attribute__((always_inline)) void row_kernel(
         for (int64_t j = 0; j < n; j++) y[j * ldy + r] = _mm512_reduce_add_ps(accs[r][j]);
 }
 
-/* One instance per type; rows i0..i1-1 (as gemv_int8_avx512.c's ROWS_FN). */
-#define ROWS_FN(name, KIND)                                                                  \
-    static void name(int64_t i0, int64_t i1, int64_t m, int64_t k, const unsigned char *w,   \
-                     size_t row_stride, int64_t n, const xrow *xr, float *y, int64_t ldy) {  \
-        for (int64_t g = 0; g < n; g += NMAX) {                                              \
-            const int64_t ng = n - g < NMAX ? n - g : NMAX;                                  \
-            int64_t i = i0;                                                                  \
-            if (ng <= GROUP_NMAX)                                                            \
-                for (; i + GROUP <= i1; i += GROUP) {                                        \
-                    const size_t pf = g == 0 && i + 2 * GROUP <= m ? GROUP * row_stride : 0;  \
-                    row_kernel(KIND, w + (size_t)i * row_stride, row_stride, GROUP, pf, k,   \
-                               ng, xr + g, y + g * ldy + i, ldy);                            \
-                }                                                                            \
-            for (; i < i1; i++) {                                                            \
-                const size_t pf = g == 0 && i + 2 < m ? 2 * row_stride : 0;                  \
-                row_kernel(KIND, w + (size_t)i * row_stride, row_stride, 1, pf, k, ng,       \
-                           xr + g, y + g * ldy + i, ldy);                                    \
-            }                                                                                \
-        }                                                                                    \
-    }
-ROWS_FN(rows_iq4_nl, CB_IQ4_NL)
-ROWS_FN(rows_iq4_xs, CB_IQ4_XS)
-ROWS_FN(rows_mxfp4, CB_MXFP4)
-ROWS_FN(rows_nvfp4, CB_NVFP4)
-#undef ROWS_FN
+/* One instance per type (gemv_int8_common.h's row walk). */
+QMM_I8_DEFINE_ROWS(rows_iq4_nl, row_kernel, CB_IQ4_NL)
+QMM_I8_DEFINE_ROWS(rows_iq4_xs, row_kernel, CB_IQ4_XS)
+QMM_I8_DEFINE_ROWS(rows_mxfp4, row_kernel, CB_MXFP4)
+QMM_I8_DEFINE_ROWS(rows_nvfp4, row_kernel, CB_NVFP4)
 
-typedef void (*rows_fn)(int64_t, int64_t, int64_t, int64_t, const unsigned char *, size_t,
-                        int64_t, const xrow *, float *, int64_t);
+static const qmm_i8_rows_fn rows_for[] = {rows_iq4_nl, rows_iq4_xs, rows_mxfp4, rows_nvfp4};
 
-static const rows_fn rows_for[] = {rows_iq4_nl, rows_iq4_xs, rows_mxfp4, rows_nvfp4};
+QMM_I8_LAYOUT_CACHE(layout_for, layout_make, qmm_x86_gemv_int8_codebook_has_type)
 
 void qmm_x86_gemv_int8_codebook(qmm_type type, int64_t m, int64_t k, const unsigned char *w,
                                 size_t row_stride, int64_t n, const float *x, int64_t ldx,
                                 float *y, int64_t ldy, void *scratch, int n_threads) {
     const cb_kind kd = kind_of(type);
-    if (kd == CB_NONE || n <= 0 || m <= 0) return;
-    const rows_fn fn = rows_for[kd];
-    xrow xr_stack[NMAX];
-    xrow *xr = n <= NMAX ? xr_stack
-                         : (xrow *)((unsigned char *)scratch + (size_t)n * row_bytes(k));
-    for (int64_t j = 0; j < n; j++)
-        x_prepare(kd, x + j * ldx, k, (unsigned char *)scratch + (size_t)j * row_bytes(k), &xr[j]);
-    int threads = n_threads < 1 ? 1 : n_threads;
-    const int64_t task_rows = qmm_x86_int8_task_rows(m, n, threads);
-    const int64_t tasks = (m + task_rows - 1) / task_rows;
-    if (threads > tasks) threads = (int)tasks;
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
-    for (int64_t t = 0; t < tasks; t++) {
-        const int64_t i0 = t * task_rows, i1 = i0 + task_rows < m ? i0 + task_rows : m;
-        fn(i0, i1, m, k, w, row_stride, n, xr, y, ldy);
-    }
+    if (kd == CB_NONE) return;
+    qmm_i8_drive(rows_for[kd], layout_for(type), qmm_x86_int8_quantize_row, m, k, w, row_stride,
+                 n, x, ldx, y, ldy, scratch, n_threads);
 }
 
 /* The largest n for which the int8 strategy runs this kernel rather than the AMX one. Types

@@ -182,6 +182,12 @@ bool qmm_x86_int8_tiles_has_type(qmm_type type);
 qmm_status qmm_x86_int8_tiles_pack(qmm_type type, int64_t m, int64_t k, const void *rows,
                                    size_t row_stride, int n_threads, qmm_x86_int8_tiles *out);
 
+/* One row of a type of qmm_x86_int8_tiles_has_type (k a multiple of 32) as the tiles hold it:
+ * int8 quants q[k], per 32-element block the scale d[k/32] and the added float mn[k/32] (0
+ * for types without a min), so d * q (+ mn) is to_float's value. Portable C (pack_int8.c). */
+void qmm_x86_int8_unpack_row(qmm_type type, const unsigned char *row, int64_t k, int8_t *q,
+                             float *d, float *mn);
+
 /* The 4-bit codebook types among them (pack_int8_codebook.c): q = the
  * codebook value of each element's 4-bit index, d[k/32] = the block's float scale (no min). */
 bool qmm_x86_int8_codebook_tiles_has_type(qmm_type type);
@@ -217,6 +223,14 @@ void qmm_x86_gemm_int8_amx(const qmm_x86_int8_tiles *w, int64_t n, const float *
 void qmm_x86_int8_quantize_row(const float *x, int64_t k, int8_t *q, float *dx, float *s,
                                int64_t ld);
 
+/* The same quantizer with AVX2 (int8_quantize_avx2.c; requires QMM_CPU_ISA_AVX2) and in
+ * portable C (int8_quantize.c): the same float operations, so the same bytes and scales as
+ * qmm_x86_int8_quantize_row for every input (tests/test_int8_quantize.c). */
+void qmm_x86_int8_quantize_row_avx2(const float *x, int64_t k, int8_t *q, float *dx, float *s,
+                                    int64_t ld);
+void qmm_x86_int8_quantize_row_generic(const float *x, int64_t k, int8_t *q, float *dx,
+                                       float *s, int64_t ld);
+
 /* ---------------------------------------------------------------------------------------
  * int8 GEMV on native blocks, every quantized type (gemv_int8_avx512.c, AVX-512-VNNI)
  * ------------------------------------------------------------------------------------- */
@@ -226,9 +240,9 @@ void qmm_x86_int8_quantize_row(const float *x, int64_t k, int8_t *q, float *dx, 
 bool qmm_x86_gemv_int8_avx512_has_type(qmm_type type);
 
 /* The largest n for which the int8 strategy runs qmm_x86_gemv_int8_avx512 rather than the
- * AMX kernel for `type`: measured per type for the types with int8 tiles (q4_0 8, q4_K 6,
- * q8_0 1); INT64_MAX for the other quantized types (no AMX kernel: the gemv runs for every
- * n); 0 for types it does not handle. */
+ * AMX kernel for `type`: measured per type for the types with int8 tiles (the measurements:
+ * bench/results/cpu-spr-crossovers.md); INT64_MAX for the other quantized types (no AMX
+ * kernel: the gemv runs for every n); 0 for types it does not handle. */
 int64_t qmm_x86_gemv_int8_avx512_max_n(qmm_type type);
 
 /* Scratch bytes qmm_x86_gemv_int8_avx512 needs for n X rows of k elements (per row: the int8
@@ -265,6 +279,37 @@ size_t qmm_x86_gemv_int8_codebook_scratch(int64_t n, int64_t k);
 void qmm_x86_gemv_int8_codebook(qmm_type type, int64_t m, int64_t k, const unsigned char *w,
                                 size_t row_stride, int64_t n, const float *x, int64_t ldx,
                                 float *y, int64_t ldy, void *scratch, int n_threads);
+
+/* ---------------------------------------------------------------------------------------
+ * int8 GEMV on native blocks with AVX2 (gemv_int8_avx2.c: vpmaddubsw + vpmaddwd) and AVX-VNNI
+ * (gemv_int8_avxvnni.c: vpdpbusd on ymm); one source, gemv_int8_avx2_impl.h
+ * ------------------------------------------------------------------------------------- */
+
+/* True if qmm_x86_gemv_int8_avx2 (and _avxvnni) handles `type`: the types of
+ * qmm_x86_gemv_int8_avx512_has_type (q4_0, q4_1, q5_0, q5_1, q8_0, q2_K .. q6_K, iq4_nl,
+ * iq4_xs, mxfp4, nvfp4). */
+bool qmm_x86_gemv_int8_avx2_has_type(qmm_type type);
+
+/* Scratch bytes qmm_x86_gemv_int8_avx2 / _avxvnni need for n X rows of k elements (the same
+ * layout as qmm_x86_gemv_int8_avx512_scratch). */
+size_t qmm_x86_gemv_int8_avx2_scratch(int64_t n, int64_t k);
+
+/*
+ * qmm_x86_gemv_int8_avx512's contract on ymm registers, for every type of
+ * qmm_x86_gemv_int8_avx2_has_type: X quantized per call with qmm_x86_int8_quantize_row_avx2
+ * (the same bytes), the exact int32 dot of every sub-block by vpmaddubsw + vpmaddwd (_avx2) or
+ * vpdpbusd (_avxvnni), and the float part in the AVX-512 kernel's lanes, order and operations,
+ * so both give the bits of qmm_x86_gemv_int8_avx512 for every type, k and n (docs/KERNELS.md,
+ * "int8_avx2"). Batch invariant; does nothing for a type it does not handle. `scratch`: >=
+ * qmm_x86_gemv_int8_avx2_scratch bytes, 64-byte aligned. Requires QMM_CPU_ISA_AVX2; the
+ * _avxvnni one also the CPU's AVX-VNNI (qmm_cpu_features.avx_vnni).
+ */
+void qmm_x86_gemv_int8_avx2(qmm_type type, int64_t m, int64_t k, const unsigned char *w,
+                            size_t row_stride, int64_t n, const float *x, int64_t ldx, float *y,
+                            int64_t ldy, void *scratch, int n_threads);
+void qmm_x86_gemv_int8_avxvnni(qmm_type type, int64_t m, int64_t k, const unsigned char *w,
+                               size_t row_stride, int64_t n, const float *x, int64_t ldx,
+                               float *y, int64_t ldy, void *scratch, int n_threads);
 
 /* ---------------------------------------------------------------------------------------
  * AVX-512 GEMV on native blocks (gemv_avx512.c)
