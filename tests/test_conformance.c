@@ -1919,10 +1919,16 @@ static bool add_backend(backend *be, qmm_backend kind, const char *isa, const ch
  * (QMM_CPU_AVX_VNNI=off: the vpmaddubsw int8 kernels an AVX2-only CPU runs). */
 static int setup_backends(void) {
     for (int lv = QMM_CPU_ISA_GENERIC; lv <= QMM_CPU_ISA_COUNT; lv++) {
-        /* lv == QMM_CPU_ISA_COUNT: avx2 without AVX-VNNI */
+        /* lv == QMM_CPU_ISA_COUNT: avx2 without AVX-VNNI (x86-64 builds only) */
+#if defined(QMM_ARCH_X86_64)
         const bool novnni = lv == QMM_CPU_ISA_COUNT;
         const int isa = novnni ? QMM_CPU_ISA_AVX2 : lv;
         if (novnni && !qmm_cpu_features_get()->avx_vnni) continue;
+#else
+        if (lv == QMM_CPU_ISA_COUNT) continue;
+        const bool novnni = false;
+        const int isa = lv;
+#endif
         backend *be = &g_be[g_nbe];
         memset(be, 0, sizeof *be);
         snprintf(be->name, sizeof be->name, "cpu:%s%s", qmm_cpu_isa_name((qmm_cpu_isa)isa),
@@ -1986,7 +1992,7 @@ static int setup_backends(void) {
             print_message("[  SKIPPED ] backend webgpu: %s\n", qmm_last_error());
         } else {
             be->kind = QMM_BACKEND_WEBGPU; /* every WebGPU path is F32 class: no operand model */
-            if (!add_backend(be, QMM_BACKEND_WEBGPU, NULL)) return -1;
+            if (!add_backend(be, QMM_BACKEND_WEBGPU, NULL, NULL)) return -1;
             qmm_webgpu_info info;
             CHECK_OK(qmm_webgpu_get_info(be->ctx, &info));
             /* the grid-limit cases (m = 524297, n > 8M) run on a GPU, not on a CPU adapter */

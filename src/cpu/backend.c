@@ -249,7 +249,9 @@ static qmm_status cpu_weights_init(qmm_context *ctx, qmm_weights *w, const void 
 static void cpu_weights_memory(const qmm_weights *w, qmm_weights_memory_info *out) {
     const qmm_cpu_weights *cw = w->backend;
     out->gguf_bytes = cw->stride * (size_t)w->m;
+#if defined(QMM_ARCH_X86_64)
     qmm_cpu_x86_weights_memory(w, out);
+#endif
 }
 
 static void cpu_weights_release(qmm_weights *w) {
