@@ -265,7 +265,9 @@ qmm_status qmm_weights_memory(const qmm_weights *w, qmm_weights_memory_info *out
     qmm_weights_memory_info info;
     memset(&info, 0, sizeof info);
     info.backend = w->ctx->params.backend;
-    w->ctx->ops->weights_memory(w, &info);
+    if (w->ctx->ops->weights_memory != NULL) w->ctx->ops->weights_memory(w, &info);
+    else if (!qmm_mul_size((size_t)w->m, w->row_bytes, &info.gguf_bytes))
+        info.gguf_bytes = SIZE_MAX; /* cannot happen: creation checked m x row_bytes */
     info.total_bytes = info.gguf_bytes + info.repacked_bytes + info.f16_bytes + info.fp8_bytes +
                        info.int8_bytes + info.bf16_bytes;
     *out = info;

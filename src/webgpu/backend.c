@@ -23,6 +23,7 @@ static const qmm_backend_ops webgpu_ops = {
     .context_release = qmm_wgpu_context_release,
     .weights_init = qmm_wgpu_weights_init,
     .weights_release = qmm_wgpu_weights_release,
+    .weights_memory = qmm_wgpu_weights_memory,
     .resolve = qmm_wgpu_resolve,
     .describe = qmm_wgpu_describe,
     .matmul = qmm_wgpu_matmul,

@@ -170,6 +170,9 @@ typedef struct qmm_wgpu_weights {
     qmm_wgpu_chunk *chunks;
 } qmm_wgpu_weights;
 
+/* weights.c: qmm_weights_memory's backend part */
+void qmm_wgpu_weights_memory(const qmm_weights *w, qmm_weights_memory_info *out);
+
 static inline qmm_wgpu_context *qmm_wgpu_ctx(const qmm_context *ctx) {
     return (qmm_wgpu_context *)ctx->backend;
 }

@@ -113,3 +113,12 @@ void qmm_wgpu_weights_release(qmm_weights *w) {
     free_weights(ww);
     w->backend = NULL;
 }
+
+/* What the weights hold on the device: their storage buffers (the GGUF rows, each row padded
+ * to whole u32 words, and the tail padding of each chunk); no copies are ever made. */
+void qmm_wgpu_weights_memory(const qmm_weights *w, qmm_weights_memory_info *out) {
+    const qmm_wgpu_weights *ww = w->backend;
+    size_t bytes = 0;
+    for (int i = 0; ww != NULL && i < ww->nchunks; i++) bytes += (size_t)ww->chunks[i].bytes;
+    out->gguf_bytes = bytes;
+}

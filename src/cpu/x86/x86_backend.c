@@ -260,8 +260,6 @@ static bool int8_avx2_uses_gemv(const qmm_context *ctx, qmm_type type, int64_t n
     if (ctx->params.flags & QMM_FLAG_BATCH_INVARIANT) return false;
     return n < QMM_INT8_AVX2_GEMM_MIN_N;
 }
-    return true;
-}
 
 const char *qmm_cpu_x86_int8_avx2_kernel(const qmm_context *ctx, qmm_type type, int64_t n) {
     const qmm_cpu_state *st = ctx->backend;
@@ -336,7 +334,7 @@ qmm_status qmm_cpu_x86_matmul_gemv_avx2(qmm_context *ctx, const qmm_weights *w, 
 bool qmm_cpu_x86_fused_avx2_uses_gemv(const qmm_context *ctx, qmm_type type, int64_t n) {
     const qmm_cpu_state *st = ctx->backend;
     return (ctx->params.flags & QMM_FLAG_BATCH_INVARIANT) != 0 &&
-           n <= qmm_cpu_auto_lookup(st->isa, type).gemv_max_n && qmm_x86_gemv_avx2_has_type(type);
+           n <= qmm_cpu_auto_lookup(NULL, st->isa, type, 0, 0, NULL).gemv_max_n && qmm_x86_gemv_avx2_has_type(type);
 }
 
 const char *qmm_cpu_x86_fused_avx2_kernel(const qmm_context *ctx, qmm_type type, int64_t n) {
