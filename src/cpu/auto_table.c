@@ -147,7 +147,12 @@ qmm_cpu_auto_row qmm_cpu_auto_lookup(const qmm_cpu_auto_rows *tuned, qmm_cpu_isa
 
 const char *qmm_cpu_auto_compiled_name(qmm_cpu_isa isa) {
     static const char *const names[QMM_CPU_ISA_COUNT] = {
-        "compiled-in table for generic", "compiled-in table for avx2",
-        "compiled-in table for avx512", "compiled-in table for amx"};
+        "compiled-in table for generic",
+#if defined(QMM_ARCH_X86_64)
+        "compiled-in table for avx2", "compiled-in table for avx512", "compiled-in table for amx",
+#elif defined(QMM_ARCH_AARCH64)
+        "compiled-in table for neon", "compiled-in table for dotprod", "compiled-in table for i8mm",
+#endif
+    };
     return (int)isa >= 0 && isa < QMM_CPU_ISA_COUNT ? names[isa] : "compiled-in table";
 }
