@@ -3,7 +3,8 @@
  * API, interleaved call by call (so a burst of load hits every variant alike), and print the
  * best and the median time of ITERS calls per (type, shape, n, variant) as CSV. W is rotated
  * over COPIES weights objects of the same bytes (COPIES = 1: warm caches, as ggml's
- * ggml_mmbench; more: colder, as qmm bench). Used where `qmm bench` medians are not usable
+ * ggml_mmbench; more: colder, as qmm bench; every copy gets one untimed call first, as in
+ * qmm bench). Used where `qmm bench` medians are not usable
  * (a loaded 2-core machine: two-thread medians land on multiples of the scheduler tick); the
  * best time of many calls is the figure then. Not part of the library. Build (after
  * `cmake --build build --target qmm_static`):
@@ -117,11 +118,13 @@ int main(int argc, char **argv) {
             for (long long i = 0; i < nmax * k; i++) x[i] = (float)((i * 7919) % 2001 - 1000) / 1000.0f;
             for (int ni = 0; ni < nn; ni++) {
                 const long long n = atoll(ns_s[ni]);
-                for (int i = 0; i < nv; i++) /* untimed first call (one-time packing, if any) */
-                    if (qmm_matmul(ctx[i], w[i][0], n, x, k, y, m) != QMM_OK) {
-                        fprintf(stderr, "%s: %s\n", v[i].name, qmm_last_error());
-                        return 1;
-                    }
+                for (int i = 0; i < nv; i++) /* untimed first call on every copy (one-time work
+                                              * per weights object: packing, checks) */
+                    for (int c = 0; c < (ni == 0 ? copies : 1); c++)
+                        if (qmm_matmul(ctx[i], w[i][c], n, x, k, y, m) != QMM_OK) {
+                            fprintf(stderr, "%s: %s\n", v[i].name, qmm_last_error());
+                            return 1;
+                        }
                 for (int it = 0; it < iters; it++)
                     for (int i = 0; i < nv; i++) {
                         const double t0 = now_ms();

@@ -1919,15 +1919,14 @@ static bool add_backend(backend *be, qmm_backend kind, const char *isa, const ch
  * (QMM_CPU_AVX_VNNI=off: the vpmaddubsw int8 kernels an AVX2-only CPU runs). */
 static int setup_backends(void) {
     for (int lv = QMM_CPU_ISA_GENERIC; lv <= QMM_CPU_ISA_COUNT; lv++) {
-        /* lv == QMM_CPU_ISA_COUNT: avx2 without AVX-VNNI (x86-64 builds only) */
-#if defined(QMM_ARCH_X86_64)
+        /* lv == QMM_CPU_ISA_COUNT: avx2 without AVX-VNNI */
         const bool novnni = lv == QMM_CPU_ISA_COUNT;
+#if defined(QMM_ARCH_X86_64)
         const int isa = novnni ? QMM_CPU_ISA_AVX2 : lv;
         if (novnni && !qmm_cpu_features_get()->avx_vnni) continue;
 #else
-        if (lv == QMM_CPU_ISA_COUNT) continue;
-        const bool novnni = false;
         const int isa = lv;
+        if (novnni) continue; /* AVX-VNNI exists only on x86-64 */
 #endif
         backend *be = &g_be[g_nbe];
         memset(be, 0, sizeof *be);

@@ -26,7 +26,7 @@
  *   int8_ab q4_1,q5_0,q5_1,q2_K,q3_K,iq4_nl,mxfp4,nvfp4 4608x1024,1024x4608 1,4,16,64,128
  *           gemv=avx2:off:gemv,int8=avx2:off:int8,fused=avx2:off:fused 9 2 4
  *   int8_ab <all 14 types> 4608x1024 256,512 int8=avx2:off:int8,fused=avx2:off:fused 3-5 2 2
- * (the numbers were not kept in a results file). The int8 gemv beat gemv_avx2 and
+ * (the numbers: bench/results/cpu-spr-avx2-int8.md). The int8 gemv beat gemv_avx2 and
  * fused_portable at every n measured, 1..512, by 1.5-2x at n = 128..512 (fused_portable is the
  * only fused path at avx2), so int8 runs n = 1..512; n > 512 was not measured. gemv_max_n (gemv
  * vs fused above that) is the largest n of those grids where gemv_avx2 beat fused_portable on

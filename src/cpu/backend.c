@@ -250,7 +250,7 @@ static void cpu_weights_memory(const qmm_weights *w, qmm_weights_memory_info *ou
     const qmm_cpu_weights *cw = w->backend;
     out->gguf_bytes = cw->stride * (size_t)w->m;
 #if defined(QMM_ARCH_X86_64)
-    qmm_cpu_x86_weights_memory(w, out);
+    qmm_cpu_x86_weights_memory(w, out); /* the AMX / int8 copies, once made */
 #endif
 }
 

@@ -295,8 +295,7 @@ qmm_status qmm_cpu_avx_vnni_select(qmm_cpu_isa isa, bool *out) {
     *out = allowed && isa >= QMM_CPU_ISA_AVX2 && f->avx_vnni && f->os_ymm;
 #else
     (void)isa;
-    (void)allowed;
-    *out = false; /* an x86 extension: no kernel uses it in this build */
+    *out = false && allowed; /* no AVX-VNNI kernels outside x86-64 */
 #endif
     return QMM_OK;
 }

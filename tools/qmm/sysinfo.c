@@ -79,12 +79,13 @@ const char *sysinfo_cpu_isa(void) {
     bool vnni = false;
     if (qmm_cpu_isa_select(&isa) != QMM_OK || qmm_cpu_avx_vnni_select(isa, &vnni) != QMM_OK)
         return "unavailable";
-    /* the AVX-VNNI kernels run at level avx2 only (higher levels have their own); vnni is
-     * always false in a build without the x86 kernels */
+    /* the AVX-VNNI kernels run at level avx2 only (higher levels have their own) */
 #if defined(QMM_ARCH_X86_64)
-    vnni = vnni && isa == QMM_CPU_ISA_AVX2;
+    const bool avx_vnni_level = isa == QMM_CPU_ISA_AVX2 && vnni;
+#else
+    const bool avx_vnni_level = false && vnni;
 #endif
-    snprintf(buf, sizeof buf, "%s%s", qmm_cpu_isa_name(isa), vnni ? "+avx-vnni" : "");
+    snprintf(buf, sizeof buf, "%s%s", qmm_cpu_isa_name(isa), avx_vnni_level ? "+avx-vnni" : "");
     return buf;
 }
 
