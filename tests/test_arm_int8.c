@@ -129,7 +129,7 @@ static void run_direct(const problem *p, int level, int64_t n, int threads, floa
     unsigned char *scratch = aligned_alloc(64, bytes + extra);
     assert_non_null(scratch);
     qmm_arm_int8_x *xs = NULL;
-    qmm_arm_int8_x_prepare(p->x, p->ldx, n, p->k, scratch, &xs);
+    qmm_arm_int8_x_prepare(p->x, p->ldx, n, p->k, scratch, threads, &xs);
     if (level == 2)
         qmm_arm_gemm_int8_i8mm(p->type, p->m, p->k, p->w, p->row_bytes, n, xs, scratch + bytes, y, p->m, threads);
     else if (level == 1)

@@ -29,7 +29,7 @@ int main(int argc, char **argv) {
     const size_t xb = (qmm_arm_int8_x_scratch(n, k) + 63) / 64 * 64;
     unsigned char *scratch = aligned_alloc(64, xb + (qmm_arm_gemm_int8_i8mm_scratch(n, k) + 63) / 64 * 64);
     qmm_arm_int8_x *xs;
-    qmm_arm_int8_x_prepare(x, k, n, k, scratch, &xs);
+    qmm_arm_int8_x_prepare(x, k, n, k, scratch, 1, &xs);
     if (strcmp(argv[1], "i8mm") == 0) qmm_arm_gemm_int8_i8mm(t, m, k, w, rb, n, xs, scratch + xb, y, m, 1);
     else if (strcmp(argv[1], "dotprod") == 0) qmm_arm_gemv_int8_dotprod(t, m, k, w, rb, n, xs, y, m, 1);
     else qmm_arm_gemv_int8_neon(t, m, k, w, rb, n, xs, y, m, 1);

@@ -52,11 +52,12 @@ size_t qmm_arm_int8_x_scratch(int64_t n, int64_t k) {
 }
 
 void qmm_arm_int8_x_prepare(const float *x, int64_t ldx, int64_t n, int64_t k, void *scratch,
-                            qmm_arm_int8_x **out) {
+                            int n_threads, qmm_arm_int8_x **out) {
     qmm_arm_int8_x *rec = scratch;
     unsigned char *base = (unsigned char *)scratch + round64((size_t)n * sizeof(qmm_arm_int8_x));
     const int64_t kc = k / 32;
-#pragma omp parallel for schedule(static) if (n >= 16)
+    const int threads = n_threads < 1 ? 1 : n_threads;
+#pragma omp parallel for num_threads(threads) schedule(static) if (n >= 16 && threads > 1)
     for (int64_t j = 0; j < n; j++) {
         unsigned char *p = base + (size_t)j * x_row_bytes(k);
         int8_t *q = (int8_t *)p;
@@ -117,7 +118,7 @@ static qmm_status matmul_int8(qmm_context *ctx, const qmm_weights *w, int64_t n,
     s = qmm_cpu_scratch_grow(&st->shared, xbytes + (smmla ? qmm_arm_gemm_int8_i8mm_scratch(n, w->k) : 0));
     if (s != QMM_OK) return s;
     qmm_arm_int8_x *xs = NULL;
-    qmm_arm_int8_x_prepare(x, ldx, n, w->k, st->shared.ptr, &xs);
+    qmm_arm_int8_x_prepare(x, ldx, n, w->k, st->shared.ptr, st->n_threads, &xs);
     if (smmla)
         qmm_arm_gemm_int8_i8mm(w->type, w->m, w->k, cw->data, cw->stride, n, xs,
                                (unsigned char *)st->shared.ptr + xbytes, y, ldy, st->n_threads);

@@ -50,10 +50,11 @@ typedef struct qmm_arm_int8_x {
 /* Scratch bytes for n prepared X rows of k elements (records included). */
 size_t qmm_arm_int8_x_scratch(int64_t n, int64_t k);
 
-/* Quantize X rows [j0, j1) (row j at x + j*ldx, k a multiple of 32) into `scratch` (>=
- * qmm_arm_int8_x_scratch(n, k) bytes, 16-byte aligned): out[j] describes row j. Portable C. */
+/* Quantize the n X rows (row j at x + j*ldx, k a multiple of 32) into `scratch` (>=
+ * qmm_arm_int8_x_scratch(n, k) bytes, 16-byte aligned) on up to n_threads OpenMP threads:
+ * (*out)[j] describes row j. Portable C. */
 void qmm_arm_int8_x_prepare(const float *x, int64_t ldx, int64_t n, int64_t k, void *scratch,
-                            qmm_arm_int8_x **out);
+                            int n_threads, qmm_arm_int8_x **out);
 
 /* The weight types of the int8 kernels: q4_0, q4_1, q5_0, q5_1, q8_0, q2_K, q3_K, q4_K, q5_K,
  * q6_K, iq4_nl, iq4_xs, mxfp4, nvfp4. */

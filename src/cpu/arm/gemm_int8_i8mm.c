@@ -28,9 +28,10 @@ size_t qmm_arm_gemm_int8_i8mm_scratch(int64_t n, int64_t k) {
 }
 
 /* The pair-interleaved copy of the prepared X rows (the second row of a last odd pair is 0). */
-static void x_pairs(const qmm_arm_int8_x *xs, int64_t n, int64_t k, int8_t *xp) {
+static void x_pairs(const qmm_arm_int8_x *xs, int64_t n, int64_t k, int8_t *xp, int n_threads) {
     const int64_t nb = k / 32, pairs = (n + 1) / 2;
-#pragma omp parallel for schedule(static) if (pairs >= 8)
+    const int threads = n_threads < 1 ? 1 : n_threads;
+#pragma omp parallel for num_threads(threads) schedule(static) if (pairs >= 8 && threads > 1)
     for (int64_t p = 0; p < pairs; p++) {
         const int8_t *x0 = xs[2 * p].q, *x1 = 2 * p + 1 < n ? xs[2 * p + 1].q : NULL;
         for (int64_t b = 0; b < nb; b++) {
@@ -195,7 +196,7 @@ void qmm_arm_gemm_int8_i8mm(qmm_type type, int64_t m, int64_t k, const unsigned 
     const rows_fn fn = rows_for(type);
     if (fn == NULL || m <= 0 || n <= 0) return;
     int8_t *xp = scratch;
-    x_pairs(xs, n, k, xp);
+    x_pairs(xs, n, k, xp, n_threads);
     const int64_t tasks = (m + QMM_ARM_INT8_TASK_ROWS - 1) / QMM_ARM_INT8_TASK_ROWS;
     int threads = n_threads < 1 ? 1 : n_threads;
     if (threads > tasks) threads = (int)tasks;
