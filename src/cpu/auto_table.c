@@ -43,6 +43,12 @@
  * on 4608x1024 and 1024x4608, fused from n = 6 (on 512x1024, whose W stays in L2, from n = 4).
  * The other avx2 types and the avx512 level have no measured row yet: the default row (gemv
  * through n = 8, the decode regime) stands until they do.
+ *
+ * aarch64 (levels neon, dotprod, i8mm): NOTHING IS MEASURED (no ARM machine was available;
+ * docs/ARM64.md). The default row there is chosen from instruction counts, not timings: the
+ * int8 strategy for n = 1..8 where an int8 kernel exists for the type (about 20-40
+ * instructions per 32 weights against ~100 for the portable f32 path's decode and panel),
+ * else gemv through n = 8 (gemv_neon for f32/f16/bf16), fused above.
  */
 #include "cpu/cpu_internal.h"
 
@@ -106,6 +112,11 @@ static const qmm_cpu_auto_row auto_rows[] = {
 static qmm_cpu_auto_row default_row(qmm_cpu_isa isa, qmm_type type) {
 #if defined(QMM_ARCH_X86_64)
     return (qmm_cpu_auto_row){isa, type, NO_INT8, isa >= QMM_CPU_ISA_AMX ? 0 : 8};
+#elif defined(QMM_ARCH_AARCH64)
+    /* not measured (above): int8 for n = 1..8 where the type has an int8 kernel (resolve
+     * checks), gemv through n = 8 */
+    if (isa >= QMM_CPU_ISA_NEON) return (qmm_cpu_auto_row){isa, type, 1, 8, 8};
+    return (qmm_cpu_auto_row){isa, type, NO_INT8, 8};
 #else
     return (qmm_cpu_auto_row){isa, type, NO_INT8, 8};
 #endif
@@ -136,7 +147,12 @@ qmm_cpu_auto_row qmm_cpu_auto_lookup(const qmm_cpu_auto_rows *tuned, qmm_cpu_isa
 
 const char *qmm_cpu_auto_compiled_name(qmm_cpu_isa isa) {
     static const char *const names[QMM_CPU_ISA_COUNT] = {
-        "compiled-in table for generic", "compiled-in table for avx2",
-        "compiled-in table for avx512", "compiled-in table for amx"};
+        "compiled-in table for generic",
+#if defined(QMM_ARCH_X86_64)
+        "compiled-in table for avx2", "compiled-in table for avx512", "compiled-in table for amx",
+#elif defined(QMM_ARCH_AARCH64)
+        "compiled-in table for neon", "compiled-in table for dotprod", "compiled-in table for i8mm",
+#endif
+    };
     return (int)isa >= 0 && isa < QMM_CPU_ISA_COUNT ? names[isa] : "compiled-in table";
 }

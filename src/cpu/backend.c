@@ -13,6 +13,9 @@
 #if defined(QMM_ARCH_X86_64)
 #include "cpu/x86/x86_backend.h"
 #endif
+#if defined(QMM_ARCH_AARCH64)
+#include "cpu/arm/arm_backend.h"
+#endif
 
 /* ---------------------------------------------------------------------------------------
  * The strategy table: the ONE place a CPU strategy implementation is registered. resolve()
@@ -30,6 +33,10 @@ static const qmm_cpu_impl cpu_impls[] = {
      qmm_cpu_x86_matmul_gemv_avx512, QMM_PRECISION_F32, NULL},
     {QMM_STRATEGY_GEMV, "gemv_avx2", QMM_CPU_ISA_AVX2, qmm_x86_gemv_avx2_has_type, NULL,
      qmm_cpu_x86_matmul_gemv_avx2, QMM_PRECISION_F32, NULL},
+#endif
+#if defined(QMM_ARCH_AARCH64)
+    {QMM_STRATEGY_GEMV, "gemv_neon", QMM_CPU_ISA_NEON, qmm_arm_gemv_float_has_type, NULL,
+     qmm_cpu_arm_matmul_gemv_neon, QMM_PRECISION_F32, NULL},
 #endif
     {QMM_STRATEGY_GEMV, "gemv_portable", QMM_CPU_ISA_GENERIC, NULL, NULL, qmm_cpu_matmul_gemv,
      QMM_PRECISION_F32, NULL},
@@ -50,6 +57,14 @@ static const qmm_cpu_impl cpu_impls[] = {
      NULL, qmm_cpu_x86_matmul_int8_avx2, QMM_PRECISION_INT8, qmm_cpu_x86_int8_avx2_kernel},
     {QMM_STRATEGY_INT8, "int8_avx2", QMM_CPU_ISA_AVX2, qmm_x86_gemv_int8_avx2_has_type, NULL,
      qmm_cpu_x86_matmul_int8_avx2, QMM_PRECISION_INT8, qmm_cpu_x86_int8_avx2_kernel},
+#endif
+#if defined(QMM_ARCH_AARCH64)
+    {QMM_STRATEGY_INT8, "int8_i8mm", QMM_CPU_ISA_I8MM, qmm_arm_int8_has_type, NULL,
+     qmm_cpu_arm_matmul_int8_i8mm, QMM_PRECISION_INT8, qmm_cpu_arm_int8_i8mm_kernel},
+    {QMM_STRATEGY_INT8, "int8_dotprod_gemv", QMM_CPU_ISA_DOTPROD, qmm_arm_int8_has_type, NULL,
+     qmm_cpu_arm_matmul_int8_dotprod, QMM_PRECISION_INT8, NULL},
+    {QMM_STRATEGY_INT8, "int8_neon_gemv", QMM_CPU_ISA_NEON, qmm_arm_int8_has_type, NULL,
+     qmm_cpu_arm_matmul_int8_neon, QMM_PRECISION_INT8, NULL},
 #endif
     {QMM_STRATEGY_DEQUANT_SGEMM, "dequant_sgemm_openblas", QMM_CPU_ISA_GENERIC, NULL,
      qmm_cpu_dequant_sgemm_supports, qmm_cpu_matmul_dequant_sgemm, QMM_PRECISION_F32, NULL},
@@ -220,6 +235,9 @@ static qmm_status cpu_weights_init(qmm_context *ctx, qmm_weights *w, const void 
 #if defined(QMM_ARCH_X86_64)
     s = qmm_cpu_x86_weights_init(ctx, w);
 #endif
+#if defined(QMM_ARCH_AARCH64)
+    s = qmm_cpu_arm_weights_init(ctx, w);
+#endif
     if (s != QMM_OK) {
         free(buf);
         free(cw);
@@ -241,6 +259,9 @@ static void cpu_weights_release(qmm_weights *w) {
     if (cw == NULL) return;
 #if defined(QMM_ARCH_X86_64)
     qmm_cpu_x86_weights_release(w);
+#endif
+#if defined(QMM_ARCH_AARCH64)
+    qmm_cpu_arm_weights_release(w);
 #endif
     free(cw->data);
     free(cw);

@@ -160,6 +160,7 @@ typedef struct qmm_cpu_weights {
     unsigned char *data;        /* QMM_CPU_ALIGN-aligned, m rows */
     size_t stride;              /* row_bytes rounded up to QMM_CPU_ALIGN */
     void *x86;                  /* repacked forms for x86 kernels (cpu/x86/x86_backend.h) or NULL */
+    void *arm;                  /* the same for the aarch64 kernels (cpu/arm/arm_backend.h) */
 } qmm_cpu_weights;
 
 /* ---------------------------------------------------------------------------------------
@@ -202,6 +203,25 @@ qmm_status qmm_cpu_matmul_fused(qmm_context *ctx, const qmm_weights *w, int64_t 
 qmm_status qmm_cpu_matmul_dequant_sgemm(qmm_context *ctx, const qmm_weights *w, int64_t n,
                                         const float *x, int64_t ldx, float *y, int64_t ldy);
 bool qmm_cpu_dequant_sgemm_supports(const qmm_context *ctx, qmm_type type, const char **why);
+
+/*
+ * The int8 class's X rule (int8_quantize.c, portable C; the int8 kernels of every
+ * architecture quantize X this way): one X row of k floats (k a multiple of 32), per
+ * 32-element block c: dx[c * ld] = max|x| / 127, q[32c + e] = round-to-nearest-even(x * 127 /
+ * max|x|) in -127..127 (an all-zero block: dx = 0, q = 0; a block with max|x| < 2^-100 is first
+ * scaled by 2^64), s[c * ld] = dx * sum of the block's q; a block holding NaN or +-Inf: q = 0,
+ * dx = s = NaN (bits 0x7FC00000). Bit-identical to qmm_x86_int8_quantize_row.
+ */
+void qmm_cpu_int8_quantize_row(const float *x, int64_t k, int8_t *q, float *dx, float *s,
+                               int64_t ld);
+
+/* Whether some element of the m rows of `type` (row i at rows + i * stride) dequantizes to
+ * Inf or NaN (to_float of every row, on up to n_threads OpenMP threads): *found gets 1 or 0.
+ * An int8 kernel scales integer dots by d_w * d_x and cannot form such an element (mxfp4's
+ * E8M0 0xFE times 4 overflows in the dequantizer only), so such weights take an exact path.
+ * QMM_ERR_OUT_OF_MEMORY (nothing set) if a row buffer cannot be allocated. */
+qmm_status qmm_cpu_rows_nonfinite(qmm_type type, int64_t m, int64_t k, const unsigned char *rows,
+                                  size_t stride, int n_threads, int *found);
 
 /* ---------------------------------------------------------------------------------------
  * The tiled f32 driver shared by gemv and fused (tiles.c)
