@@ -254,7 +254,6 @@ void QMM_X8_TASK(const qmm_x86_int8_x8 *w, const unsigned char *xq, int64_t n, i
 #if !QMM_X8_VNNI
     if (w->kind == QMM_X8_K32_U8) tbl = _mm256_xor_si256(tbl, _mm256_set1_epi8((char)0x80));
 #endif
-    const bool nib = qb == 128;
     switch (w->kind) {
     case QMM_X8_K32_U4: /* q4_0, q4_1, q4_K: nibbles */
         if (w->has_min) X8_TASK_BODY(QMM_X8_K32_U4, true, false, true, 0, 0, false)
@@ -275,6 +274,5 @@ void QMM_X8_TASK(const qmm_x86_int8_x8 *w, const unsigned char *xq, int64_t n, i
         else X8_TASK_BODY(QMM_X8_K16, true, false, false, 2, 0, true)
         break;
     }
-    (void)nib;
 }
 #undef X8_TASK_BODY
