@@ -15,9 +15,13 @@
  * Build (bench/gpu_run.sh does this): nvcc -O2 -o cuda_bench bench/cuda_bench.c -Iinclude
  *   <build>/libqmm.a -lcublas -lcublasLt -lnvrtc -lopenblas -lgomp -lm
  * Usage: cuda_bench [--quick] [--types T,T..] [--ns N,N..] [--strategies S,S..] [--decode-only]
+ *                   [--int8-sweep] [--rotate-w R]
  *   --quick: first shape only; --types / --ns / --strategies: subsets (default
  *   q4_0,q4_K,q6_K,f16; 1,8,512,2048; every strategy and auto); --decode-only: only the two
- *   large n = 1 shapes.
+ *   large n = 1 shapes; --int8-sweep: int8 also with each forced GEMM tile configuration and
+ *   split (qmm_cuda_int8_force; rows "int8[cC sS]", each verified; n <= 8: the split only);
+ *   --rotate-w R (1..8): R weights objects of the same W rotated through the timed calls (so
+ *   that W is read from device memory when R * W bytes exceed the L2 cache; default 1).
  */
 #include <math.h>
 #include <stdint.h>
@@ -63,6 +67,83 @@ static int cmp_double(const void *a, const void *b) {
 static qmm_strategy g_strategies[8] = {QMM_STRATEGY_GEMV, QMM_STRATEGY_DEQUANT_SGEMM, QMM_STRATEGY_CACHED_F16,
                                        QMM_STRATEGY_FUSED, QMM_STRATEGY_FP8, QMM_STRATEGY_INT8, QMM_STRATEGY_AUTO};
 static int g_n_strategies = 7;
+static int g_int8_sweep = 0, g_rotate_w = 1;
+#define MAX_ROTATE 8
+
+/* The CUDA backend's int8 test and bench aid (src/cuda/cuda_internal.h): force the GEMM tile
+ * configuration and split (-1: the library's choice). */
+void qmm_cuda_int8_force(int cfg, int split);
+
+/* Verifies and times one strategy (int8: `variant` -1 for the library's choice, else the
+ * forced (cfg, split) = (variant / 2, variant % 2)) on W (ws[0..g_rotate_w-1], rotated) and
+ * prints its line. */
+static void time_one(qmm_context *ctx, qmm_weights **ws, qmm_type type, int64_t m, int64_t k, int64_t n,
+                     size_t rb, float *dx, float *dy, float *out, const float *ref, qmm_strategy strategy,
+                     int variant) {
+    qmm_weights *w = ws[0];
+    qmm_cuda_int8_force(variant < 0 ? -1 : variant / 2, variant < 0 ? -1 : variant % 2);
+    CHECK(qmm_context_set_strategy(ctx, strategy));
+    qmm_strategy chosen;
+    if (qmm_matmul_strategy(ctx, w, n, &chosen) != QMM_OK) return;
+    char name[40];
+    snprintf(name, sizeof name, "%s%s%s", qmm_strategy_name(strategy), strategy == QMM_STRATEGY_AUTO ? "->" : "",
+             strategy == QMM_STRATEGY_AUTO ? qmm_strategy_name(chosen) : "");
+    if (variant >= 0) snprintf(name, sizeof name, "int8[c%d s%d]", variant / 2, variant % 2);
+    CHECK(qmm_matmul(ctx, w, n, dx, k, dy, m));
+    CHECK(qmm_buffer_download(ctx, out, dy, (size_t)(n * m) * sizeof(float)));
+    qmm_diff d;
+    CHECK(qmm_compare(n, m, out, m, ref, m, &d));
+    qmm_path path;
+    CHECK(qmm_matmul_path(ctx, w, n, &path));
+    if (!qmm_diff_ok(&d, path.max_nmse, path.max_rel_err)) {
+        printf("%-5s %5lld %5lld %4lld %-24s   FAILED verification nmse %.3g max_rel %.3g\n", qmm_type_name(type),
+               (long long)m, (long long)k, (long long)n, name, d.nmse, d.max_rel_err);
+        qmm_cuda_int8_force(-1, -1);
+        return;
+    }
+    const int R = g_rotate_w;
+    for (int i = 0; i < WARMUP; i++) CHECK(qmm_matmul(ctx, ws[i % R], n, dx + (i % SETS) * n * k, k, dy, m));
+    double ms[BATCHES];
+    for (int b = 0; b < BATCHES; b++) {
+        CHECK(qmm_timer_begin(ctx));
+        for (int i = 0; i < PER_BATCH; i++) CHECK(qmm_matmul(ctx, ws[i % R], n, dx + (i % SETS) * n * k, k, dy, m));
+        CHECK(qmm_timer_end(ctx, &ms[b]));
+    }
+    qsort(ms, BATCHES, sizeof ms[0], cmp_double);
+    const double us = ms[BATCHES / 2] * 1000.0 / PER_BATCH;
+    /* graph of PER_BATCH matmuls, replays timed with events */
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    cudaEvent_t e0, e1;
+    if (cudaStreamBeginCapture(g_stream, cudaStreamCaptureModeGlobal) != cudaSuccess) exit(1);
+    for (int i = 0; i < PER_BATCH; i++) CHECK(qmm_matmul(ctx, ws[i % R], n, dx + (i % SETS) * n * k, k, dy, m));
+    if (cudaStreamEndCapture(g_stream, &graph) != cudaSuccess || cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess ||
+        cudaEventCreate(&e0) != cudaSuccess || cudaEventCreate(&e1) != cudaSuccess ||
+        cudaGraphLaunch(exec, g_stream) != cudaSuccess) {
+        fprintf(stderr, "graph capture failed\n");
+        exit(1);
+    }
+    double gms[BATCHES];
+    for (int b = 0; b < BATCHES; b++) {
+        float f;
+        cudaEventRecord(e0, g_stream);
+        cudaGraphLaunch(exec, g_stream);
+        cudaEventRecord(e1, g_stream);
+        if (cudaEventSynchronize(e1) != cudaSuccess || cudaEventElapsedTime(&f, e0, e1) != cudaSuccess) exit(1);
+        gms[b] = f;
+    }
+    qsort(gms, BATCHES, sizeof gms[0], cmp_double);
+    const double gus = gms[BATCHES / 2] * 1000.0 / PER_BATCH;
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    qmm_cuda_int8_force(-1, -1);
+    printf("%-5s %5lld %5lld %4lld %-24s %9.2f %9.2f  verified nmse %.2e  graph: %.0f GB/s-of-W %.2f TFLOP/s%s\n",
+           qmm_type_name(type), (long long)m, (long long)k, (long long)n, name, us, gus, d.nmse,
+           (double)(rb * (size_t)m) / (gus * 1e3), 2.0 * m * k * n / (gus * 1e6), R > 1 ? "  (W rotated)" : "");
+    fflush(stdout);
+}
 
 static void run_case(qmm_context *ctx, qmm_type type, int64_t m, int64_t k, int64_t n) {
     size_t rb;
@@ -81,78 +162,20 @@ static void run_case(qmm_context *ctx, qmm_type type, int64_t m, int64_t k, int6
         const int64_t nc = n - t0 < 8 ? n - t0 : 8;
         if (qmm_matmul_ref(type, m, k, wq, rb, nc, x + t0 * k, k, ref + t0 * m, m) != QMM_OK) exit(1);
     }
-    qmm_weights *w;
-    CHECK(qmm_weights_create(ctx, type, m, k, wq, rb, &w));
+    qmm_weights *ws[MAX_ROTATE];
+    for (int r = 0; r < g_rotate_w; r++) CHECK(qmm_weights_create(ctx, type, m, k, wq, rb, &ws[r]));
     float *dx, *dy;
     CHECK(qmm_buffer_alloc(ctx, (size_t)(SETS * n * k) * sizeof(float), (void **)&dx));
     CHECK(qmm_buffer_alloc(ctx, (size_t)(n * m) * sizeof(float), (void **)&dy));
     CHECK(qmm_buffer_upload(ctx, dx, x, (size_t)(SETS * n * k) * sizeof(float)));
     for (int si = 0; si < g_n_strategies; si++) {
-        const qmm_strategy *strategies = g_strategies;
-        CHECK(qmm_context_set_strategy(ctx, strategies[si]));
-        qmm_strategy chosen;
-        if (qmm_matmul_strategy(ctx, w, n, &chosen) != QMM_OK) continue;
-        CHECK(qmm_matmul(ctx, w, n, dx, k, dy, m));
-        CHECK(qmm_buffer_download(ctx, out, dy, (size_t)(n * m) * sizeof(float)));
-        qmm_diff d;
-        CHECK(qmm_compare(n, m, out, m, ref, m, &d));
-        qmm_path path;
-        CHECK(qmm_matmul_path(ctx, w, n, &path));
-        const bool ok = qmm_diff_ok(&d, path.max_nmse, path.max_rel_err);
-        if (!ok) {
-            printf("%-5s %5lld %5lld %4lld %-13s   FAILED verification nmse %.3g max_rel %.3g\n",
-                   qmm_type_name(type), (long long)m, (long long)k, (long long)n,
-                   qmm_strategy_name(strategies[si]), d.nmse, d.max_rel_err);
-            continue;
-        }
-        for (int i = 0; i < WARMUP; i++) CHECK(qmm_matmul(ctx, w, n, dx + (i % SETS) * n * k, k, dy, m));
-        double ms[BATCHES];
-        for (int b = 0; b < BATCHES; b++) {
-            CHECK(qmm_timer_begin(ctx));
-            for (int i = 0; i < PER_BATCH; i++) CHECK(qmm_matmul(ctx, w, n, dx + (i % SETS) * n * k, k, dy, m));
-            CHECK(qmm_timer_end(ctx, &ms[b]));
-        }
-        qsort(ms, BATCHES, sizeof ms[0], cmp_double);
-        const double us = ms[BATCHES / 2] * 1000.0 / PER_BATCH;
-        /* graph of PER_BATCH matmuls, replays timed with events */
-        cudaGraph_t graph;
-        cudaGraphExec_t exec;
-        cudaEvent_t e0, e1;
-        if (cudaStreamBeginCapture(g_stream, cudaStreamCaptureModeGlobal) != cudaSuccess) exit(1);
-        for (int i = 0; i < PER_BATCH; i++) CHECK(qmm_matmul(ctx, w, n, dx + (i % SETS) * n * k, k, dy, m));
-        if (cudaStreamEndCapture(g_stream, &graph) != cudaSuccess ||
-            cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess || cudaEventCreate(&e0) != cudaSuccess ||
-            cudaEventCreate(&e1) != cudaSuccess || cudaGraphLaunch(exec, g_stream) != cudaSuccess) {
-            fprintf(stderr, "graph capture failed\n");
-            exit(1);
-        }
-        double gms[BATCHES];
-        for (int b = 0; b < BATCHES; b++) {
-            float f;
-            cudaEventRecord(e0, g_stream);
-            cudaGraphLaunch(exec, g_stream);
-            cudaEventRecord(e1, g_stream);
-            if (cudaEventSynchronize(e1) != cudaSuccess || cudaEventElapsedTime(&f, e0, e1) != cudaSuccess) exit(1);
-            gms[b] = f;
-        }
-        qsort(gms, BATCHES, sizeof gms[0], cmp_double);
-        const double gus = gms[BATCHES / 2] * 1000.0 / PER_BATCH;
-        cudaGraphExecDestroy(exec);
-        cudaGraphDestroy(graph);
-        cudaEventDestroy(e0);
-        cudaEventDestroy(e1);
-        char name[32];
-        snprintf(name, sizeof name, "%s%s%s", qmm_strategy_name(strategies[si]),
-                 strategies[si] == QMM_STRATEGY_AUTO ? "->" : "",
-                 strategies[si] == QMM_STRATEGY_AUTO ? qmm_strategy_name(chosen) : "");
-        printf("%-5s %5lld %5lld %4lld %-24s %9.2f %9.2f  verified nmse %.2e  graph: %.0f GB/s-of-W %.2f TFLOP/s\n",
-               qmm_type_name(type), (long long)m, (long long)k, (long long)n, name, us, gus, d.nmse,
-               (double)(rb * (size_t)m) / (gus * 1e3), 2.0 * m * k * n / (gus * 1e6));
-        fflush(stdout);
+        time_one(ctx, ws, type, m, k, n, rb, dx, dy, out, ref, g_strategies[si], -1);
+        if (g_int8_sweep && g_strategies[si] == QMM_STRATEGY_INT8)
+            for (int v = 0; v < (n <= 8 ? 2 : 6); v++) time_one(ctx, ws, type, m, k, n, rb, dx, dy, out, ref, g_strategies[si], v);
     }
     qmm_buffer_free(ctx, dx);
     qmm_buffer_free(ctx, dy);
-    qmm_weights_free(w);
+    for (int r = 0; r < g_rotate_w; r++) qmm_weights_free(ws[r]);
     free(wf);
     free(wq);
     free(x);
@@ -197,6 +220,9 @@ int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--quick") == 0) quick = 1;
         else if (strcmp(argv[i], "--decode-only") == 0) decode_only = 1;
+        else if (strcmp(argv[i], "--int8-sweep") == 0) g_int8_sweep = 1;
+        else if (strcmp(argv[i], "--rotate-w") == 0 && i + 1 < argc && atoi(argv[i + 1]) >= 1 &&
+                 atoi(argv[i + 1]) <= MAX_ROTATE) g_rotate_w = atoi(argv[++i]);
         else if (strcmp(argv[i], "--types") == 0 && i + 1 < argc &&
                  (n_types = parse_list(argv[++i], 16, parse_type, types)) > 0) {
         } else if (strcmp(argv[i], "--strategies") == 0 && i + 1 < argc &&
@@ -205,7 +231,7 @@ int main(int argc, char **argv) {
                    (n_ns = parse_list(argv[++i], 16, parse_n, ns)) > 0) {
         } else {
             fprintf(stderr, "usage: cuda_bench [--quick] [--types T,T..] [--ns N,N..] [--strategies S,S..] "
-                            "[--decode-only]\n");
+                            "[--decode-only] [--int8-sweep] [--rotate-w R]\n");
             return 2;
         }
     }

@@ -13,7 +13,7 @@
  * Run: build/int8_ab TYPES SHAPES NS VARIANTS ITERS [THREADS [COPIES]]
  *   TYPES q4_0,q4_K   SHAPES 4608x1024,1024x4608 (m x k)   NS 1,16
  *   VARIANTS name=isa:avxvnni:strategy,...  e.g. i8=avx2:off:int8,vn=avx2:auto:int8,
- *            g=avx2:off:gemv,f=avx2:off:fused (QMM_CPU_ISA, QMM_CPU_AVXVNNI, strategy)
+ *            g=avx2:off:gemv,f=avx2:off:fused (QMM_CPU_ISA, QMM_CPU_AVX_VNNI, strategy)
  * Weights: qmm_random_rows (valid blocks of every type, elements about 0.5); X in [-1, 1).
  * Output columns: type, m, k, n, variant, kernel (qmm_matmul_path), min_ms, med_ms,
  * gflops_min, gflops_med. Results are not verified here (qmm bench and the tests do that).
@@ -80,7 +80,7 @@ int main(int argc, char **argv) {
             return 2;
         }
         setenv("QMM_CPU_ISA", v[i].isa, 1);
-        setenv("QMM_CPU_AVXVNNI", v[i].vnni, 1);
+        setenv("QMM_CPU_AVX_VNNI", v[i].vnni, 1);
         qmm_context_params p = qmm_context_default_params();
         p.n_threads = threads;
         p.strategy = v[i].strategy;
@@ -90,7 +90,7 @@ int main(int argc, char **argv) {
         }
     }
     unsetenv("QMM_CPU_ISA");
-    unsetenv("QMM_CPU_AVXVNNI");
+    unsetenv("QMM_CPU_AVX_VNNI");
     printf("type,m,k,n,variant,kernel,min_ms,med_ms,gflops_min,gflops_med\n");
     for (int ti = 0; ti < nt; ti++) {
         const qmm_type type = type_by_name(ts[ti]);

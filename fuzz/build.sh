@@ -18,7 +18,7 @@ cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPIL
   { cat "$dir/configure.log"; exit 1; }
 cmake --build "$dir" --target qmm_static -j "$jobs"
 
-libs=$(pkg-config --libs openblas)
+libs=$(pkg-config --libs openblas libcjson)
 for src in fuzz/fuzz_*.c; do
   name=$(basename "$src" .c)
   # shellcheck disable=SC2086

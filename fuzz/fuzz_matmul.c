@@ -92,8 +92,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (qmm_matmul_ref(type, m, k, w, row_bytes, n, x, k, ref, m) != QMM_OK) abort();
         if (qmm_dequantize_rows(type, w, wf, m, k) != QMM_OK) abort();
         qmm_cpu_isa isa = level == 0 ? QMM_CPU_ISA_GENERIC : qmm_cpu_isa_best();
+#if defined(QMM_ARCH_X86_64)
         bool amx_bf16 = isa == QMM_CPU_ISA_AMX && ran == QMM_STRATEGY_FUSED &&
                         type != QMM_TYPE_F32;
+#else
+        bool amx_bf16 = false;
+        (void)isa;
+#endif
         double tol = amx_bf16 ? 1e-2 : 1e-4;
         /* KNOWN, OPEN (docs/TRUST.md class B; failing in tests/test_cases.c): the AMX-BF16
          * path flushes subnormal bf16 inputs to zero. Inputs holding a nonzero value below

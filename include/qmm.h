@@ -14,8 +14,10 @@
  *   n = 1..8 is decode (the GEMV regime); n >= 16 is prefill (the GEMM regime).
  *
  * Pointers X and Y live in the memory space of the context's backend: host memory for
- * QMM_BACKEND_CPU, device memory for QMM_BACKEND_CUDA (as with cuBLAS). Weights are always
- * given as host bytes at creation; the library copies (and may repack or upload) them.
+ * QMM_BACKEND_CPU, device memory for QMM_BACKEND_CUDA (as with cuBLAS), addresses inside
+ * buffers from qmm_buffer_alloc (or imported WGPUBuffers, qmm_webgpu.h) for
+ * QMM_BACKEND_WEBGPU. Weights are always given as host bytes at creation; the library copies
+ * (and may repack or upload) them.
  *
  * Types are GGML's block formats, bit-exact: see docs/FORMATS.md and ggml's ggml-common.h /
  * ggml-quants.c and the Python reference gguf.quants, which are the authority.
@@ -30,9 +32,10 @@
  *
  * Threads: a qmm_weights object belongs to the context that made it; its values never change
  * after creation (a backend may build cached layouts of it on the first matmul that needs
- * them). A context (with its weights) may be used by one thread at a time: give each
- * thread its own context and weights, or serialize the calls on a shared context with a
- * lock. Different contexts never share mutable state (tests/test_threads.c).
+ * them: qmm_cache_policy, qmm_weights_memory). A context (with its weights) may be used by
+ * one thread at a time: give each thread its own context and weights, or serialize the calls
+ * on a shared context with a lock (also calls taking a const qmm_weights *, since a matmul may
+ * add a cached layout). Different contexts never share mutable state (tests/test_threads.c).
  */
 #ifndef QMM_H
 #define QMM_H
@@ -212,22 +215,34 @@ QMM_API qmm_status qmm_matmul_ref(qmm_type type, int64_t m, int64_t k, const voi
 
 /** Where a context computes, and so which memory space X and Y pointers live in. */
 typedef enum qmm_backend {
-    QMM_BACKEND_CPU = 0,  /**< host memory; portable C plus runtime-dispatched x86 SIMD */
-    QMM_BACKEND_CUDA = 1  /**< NVIDIA GPUs; device pointers; ordered on the context's stream */
+    QMM_BACKEND_CPU = 0,   /**< host memory; portable C plus runtime-dispatched x86 SIMD */
+    QMM_BACKEND_CUDA = 1,  /**< NVIDIA GPUs; device pointers; ordered on the context's stream */
+    QMM_BACKEND_WEBGPU = 2 /**< WebGPU through wgpu-native (loaded at run time; Vulkan on Linux);
+                                X and Y in WebGPU buffers; ordered on the device's queue */
 } qmm_backend;
 
-/** "cpu" or "cuda" (NULL for an unknown value). */
+/** "cpu", "cuda" or "webgpu" (NULL for an unknown value). */
 QMM_API const char *qmm_backend_name(qmm_backend backend);
-/** True if this build and machine can run `backend` (CUDA: built with CUDA and a GPU found). */
+/** True if this build and machine can run `backend` (CUDA: built with CUDA and a GPU found;
+ *  WebGPU: built with it, wgpu-native loadable and a Vulkan/Metal/D3D12 adapter found). */
 QMM_API bool qmm_backend_available(qmm_backend backend);
+/**
+ * QMM_OK if `backend` can run here; otherwise the status a context creation would give
+ * (QMM_ERR_UNSUPPORTED: not built, library missing, no device), with qmm_last_error()
+ * saying why (e.g. every path wgpu-native was looked for).
+ */
+QMM_API qmm_status qmm_backend_check(qmm_backend backend);
 
 /**
  * How a matmul is computed (docs/CONTRACT.md, "Strategies"). AUTO takes the fastest path measured for
  * the type and n, whatever its precision class: on an AMX CPU, int8 for decode sizes (X
  * quantized per 32-block; class INT8) and AMX-BF16 fused above (class HALF); at level avx2,
- * int8 for the types that have an int8 kernel (n up to 512); on CUDA, gemv at
- * n = 1 (class F32) and cached_f16 above (class HALF). qmm_matmul_path names the kernel and
- * its class; force GEMV (exact, F32 class) or another strategy when a class matters.
+ * int8 for the types that have an int8 kernel; on CUDA, among
+ * the paths the context's qmm_cache_policy lets the weights hold memory for: with the default
+ * policy gemv for decode sizes (class F32) and int8 (class INT8) or fused (class HALF) above,
+ * with QMM_CACHE_UNLIMITED gemv at n = 1 and cached_f16 above (docs/CUDA.md, "auto").
+ * qmm_matmul_path names the kernel and its class; force GEMV (exact, F32 class) or another
+ * strategy when a class matters.
  */
 typedef enum qmm_strategy {
     QMM_STRATEGY_AUTO = 0,          /**< the backend picks by type and n (measured thresholds) */
@@ -236,7 +251,7 @@ typedef enum qmm_strategy {
     QMM_STRATEGY_FUSED = 3,         /**< dequantize W tiles into fast memory inside the GEMM */
     QMM_STRATEGY_INT8 = 4,          /**< quantize X to int8 blocks, integer dot products */
     QMM_STRATEGY_DEQUANT_SGEMM = 5, /**< dequantize W to f32 scratch, then BLAS SGEMM */
-    QMM_STRATEGY_CACHED_F16 = 6,    /**< W dequantized once to f16 at creation, HGEMM f32-acc (CUDA) */
+    QMM_STRATEGY_CACHED_F16 = 6,    /**< W dequantized once to an f16 copy, HGEMM f32-acc (CUDA) */
     QMM_STRATEGY_FP8 = 7,           /**< E4M3 W and X with per-row scales, cuBLASLt (CUDA sm_89+) */
     QMM_STRATEGY_COUNT = 8
 } qmm_strategy;
@@ -254,27 +269,86 @@ enum {
     QMM_FLAG_VALIDATE = 1u << 1
 };
 
+/**
+ * How much device memory CUDA weights may hold beyond their GGUF bytes (the context's
+ * qmm_context_params.cache). A CUDA weights object is created with its GGUF bytes (plus, if a
+ * default kernel reads another layout, one repacked copy made at creation: repacked_bytes in
+ * qmm_weights_memory_info). The strategies cached_f16 (an f16 copy of W: 2 bytes per weight),
+ * fp8 (an E4M3 copy: 1 byte per weight plus a scale per row) and int8 (W repacked to int8 with
+ * a scale per sub-block: 1.06x the GGUF bytes for q8_0 to 4.6x for q2_K) read a copy, made
+ * by their first matmul on these weights and kept until the weights are freed. Which copies
+ * may be made ("the copies" below: everything beyond what creation makes):
+ *
+ *   QMM_CACHE_DEFAULT    GGUF bytes plus at most the int8 repack: AUTO makes no copy, except
+ *                        the exact int8 repack when it is at most 2x the GGUF bytes (q4_0,
+ *                        q4_1, q5_0, q5_1, q8_0, q4_K, q5_K, q6_K; not q2_K, q3_K);
+ *                        a strategy set with qmm_context_set_strategy (or QMM_STRATEGY) makes
+ *                        its copy on its first call, whatever its size.
+ *   QMM_CACHE_NONE       no copies: cached_f16, fp8 and int8 return QMM_ERR_UNSUPPORTED; AUTO
+ *                        chooses among the paths that read the GGUF bytes (gemv, fused).
+ *   QMM_CACHE_LIMIT      the copies of one weights object stay within cache_limit times its
+ *                        GGUF bytes, for AUTO and forced strategies alike (a forced strategy
+ *                        whose copy would not fit returns QMM_ERR_UNSUPPORTED, saying so); AUTO
+ *                        takes the fastest path whose copy fits.
+ *   QMM_CACHE_UNLIMITED  AUTO may make every copy where it is faster (cached_f16 from n = 2:
+ *                        3.6x the bytes of q4_0 weights); forced strategies as DEFAULT.
+ *
+ * Lazy copies: the first matmul of a strategy on a weights object that has no copy for it
+ * allocates and fills the copy, and may grow the context's workspace, before its own kernels;
+ * all of it is queued on the context's stream (ordered after the caller's earlier work), and
+ * it may block the host (cudaMalloc; a growing workspace waits for the stream). It cannot run
+ * while the stream is captured into a CUDA graph: then a forced strategy returns
+ * QMM_ERR_UNSUPPORTED and AUTO takes a path that needs nothing new, so call each (weights,
+ * strategy) once before capturing. Out of device memory while making a copy: a forced
+ * strategy returns QMM_ERR_OUT_OF_MEMORY (nothing written), AUTO runs its next choice (and
+ * does not try that copy again for these weights). The CPU backend ignores the policy (its
+ * AMX tiles are made on the first call that needs them, qmm_weights_memory reports them).
+ */
+typedef enum qmm_cache_policy {
+    QMM_CACHE_DEFAULT = 0,
+    QMM_CACHE_NONE = 1,
+    QMM_CACHE_LIMIT = 2,
+    QMM_CACHE_UNLIMITED = 3
+} qmm_cache_policy;
+
 /** Parameters of a context. Get defaults from qmm_context_default_params(). */
 typedef struct qmm_context_params {
     qmm_backend backend;   /**< default QMM_BACKEND_CPU */
     int n_threads;         /**< CPU worker threads; 0 = all online cores (default 0) */
     qmm_strategy strategy; /**< default QMM_STRATEGY_AUTO; the env QMM_STRATEGY overrides AUTO */
+    /** The tuning file AUTO reads (docs/TUNING.md): NULL (default) = the environment
+     *  QMM_TUNE_FILE if set, else the default location for this machine (see
+     *  qmm_context_tuning); "" = none (the compiled-in table); a path = that file, which must
+     *  exist and match this machine and qmm version (else context creation fails). Copied. */
+    const char *tune_file;
     unsigned flags;        /**< QMM_FLAG_*; default 0 */
     int cuda_device;       /**< CUDA device ordinal (default 0) */
     void *cuda_stream;     /**< a cudaStream_t owned by the caller, or NULL to create one */
+    qmm_cache_policy cache;/**< copies of W the backend may make (default QMM_CACHE_DEFAULT) */
+    double cache_limit;    /**< QMM_CACHE_LIMIT: copies <= this x GGUF bytes (finite, >= 0;
+                                default 0; must be 0 with the other policies) */
+    void *webgpu_device;   /**< a WGPUDevice owned by the caller (with webgpu_queue), or NULL:
+                                the context creates its own instance, adapter and device */
+    void *webgpu_queue;    /**< that device's WGPUQueue (qmm_webgpu.h) */
 } qmm_context_params;
 
 typedef struct qmm_context qmm_context; /**< opaque: backend state, threads, workspaces */
 typedef struct qmm_weights qmm_weights; /**< opaque: one weight matrix on a context's backend */
 
-/** Default parameters (CPU, all cores, auto strategy, no flags). */
+/** Default parameters (CPU, all cores, auto strategy, no flags, QMM_CACHE_DEFAULT). */
 QMM_API qmm_context_params qmm_context_default_params(void);
 
 /**
  * Create a context. `params` may be NULL for defaults. The env var QMM_STRATEGY (a strategy
- * name), if set, replaces an AUTO strategy; an unparseable value is an error.
+ * name), if set, replaces an AUTO strategy; an unparseable value is an error. The tuning file
+ * is chosen and read here (params.tune_file, QMM_TUNE_FILE, the default location: see
+ * qmm_context_tuning and docs/TUNING.md).
  * Errors: QMM_ERR_INVALID_ARGUMENT (bad params or env), QMM_ERR_UNSUPPORTED (backend not
- * built or no device), QMM_ERR_BACKEND, QMM_ERR_OUT_OF_MEMORY. *out is set only on success.
+ * built or no device; a tuning file named by params.tune_file or QMM_TUNE_FILE that was made
+ * for another machine, thread count, ISA level or qmm version, or a tuning file named for a
+ * backend that reads none), QMM_ERR_IO (that file cannot be read), QMM_ERR_FORMAT (that file
+ * is not a valid tuning file: truncated, corrupt, an unknown field or format version),
+ * QMM_ERR_BACKEND, QMM_ERR_OUT_OF_MEMORY. *out is set only on success.
  */
 QMM_API qmm_status qmm_context_create(const qmm_context_params *params, qmm_context **out);
 
@@ -283,6 +357,41 @@ QMM_API void qmm_context_free(qmm_context *ctx);
 
 /** The parameters the context runs with (threads resolved to a count, strategy after env). */
 QMM_API qmm_context_params qmm_context_get_params(const qmm_context *ctx);
+
+/** Where a context's AUTO choices come from (qmm_context_tuning). */
+typedef enum qmm_tuning_state {
+    QMM_TUNING_NONE = 0,    /**< no tuning file: turned off (""), none at the default location,
+                                 or a backend that reads none; AUTO uses the compiled-in table */
+    QMM_TUNING_APPLIED = 1, /**< the file at `path` is in use (for the types it has rows for) */
+    QMM_TUNING_IGNORED = 2  /**< the file at the default location `path` was not used: `status`
+                                 and `reason` say why; AUTO uses the compiled-in table */
+} qmm_tuning_state;
+
+/** The tuning file of a context and the machine identity it is matched against. */
+typedef struct qmm_tuning_info {
+    qmm_tuning_state state;
+    qmm_status status;        /**< IGNORED: QMM_ERR_IO, QMM_ERR_FORMAT or QMM_ERR_UNSUPPORTED
+                                   (another machine or qmm version); otherwise QMM_OK */
+    char path[4096];          /**< the file applied or ignored; "" when none */
+    char reason[1024];        /**< one sentence: what was applied, or why no file was */
+    char default_path[4096];  /**< this identity's default file, $XDG_CACHE_HOME/qmm/tune-<id>.json
+                                   (else ~/.cache/qmm/...); "" when neither variable is set */
+    char machine_id[32];      /**< the identity as 16 hex digits (the <id> above) */
+    char device[256];         /**< CPU model (CPUID brand string) of the identity */
+    char level[32];           /**< ISA level of the context ("generic", "avx2", "avx512", "amx") */
+    int threads;              /**< thread count of the identity (the context's threads) */
+    int n_rows;               /**< APPLIED: rows read from the file */
+} qmm_tuning_info;
+
+/**
+ * Which tuning file the context uses and why (docs/TUNING.md). The file is chosen at creation:
+ * params.tune_file if not NULL, else the environment QMM_TUNE_FILE if set (empty: none), else
+ * the default location. A file named by the parameter or the environment must fit (this
+ * machine, thread count, ISA level, qmm version, a valid file) or creation fails; a file at
+ * the default location that does not fit is ignored with the reason here.
+ * Errors: QMM_ERR_INVALID_ARGUMENT for NULL.
+ */
+QMM_API qmm_status qmm_context_tuning(const qmm_context *ctx, qmm_tuning_info *out);
 
 /** Force a strategy for later matmuls on this context (AUTO to let it choose). */
 QMM_API qmm_status qmm_context_set_strategy(qmm_context *ctx, qmm_strategy strategy);
@@ -303,6 +412,30 @@ QMM_API void qmm_weights_free(qmm_weights *w);
 
 /** Shape and type of a weights object (any out pointer may be NULL). */
 QMM_API void qmm_weights_shape(const qmm_weights *w, qmm_type *type, int64_t *m, int64_t *k);
+
+/**
+ * The bytes a weights object holds, per copy, in its backend's memory space (device memory
+ * for CUDA, host memory for the CPU), as allocated (padding included). Copies made later by a
+ * matmul (qmm_cache_policy) show up once made.
+ */
+typedef struct qmm_weights_memory_info {
+    qmm_backend backend;   /**< the memory space: host (CPU) or device (CUDA) */
+    size_t gguf_bytes;     /**< the GGUF rows as uploaded (CUDA: m x row bytes; CPU: rows padded
+                                to 64 bytes) */
+    size_t repacked_bytes; /**< layouts made at creation for the default kernels (0 if none) */
+    size_t f16_bytes;      /**< CUDA cached_f16: W in f16 (m x k x 2) */
+    size_t fp8_bytes;      /**< CUDA fp8: W in E4M3, m and k padded to 16, and its row scales */
+    size_t int8_bytes;     /**< int8 repack with its scales (and mins): CUDA int8's copy, the CPU's
+                                AMX-INT8 tiles */
+    size_t bf16_bytes;     /**< CPU: the AMX-BF16 tiles of fused_amx_bf16 and their row scales */
+    size_t total_bytes;    /**< the sum of the above */
+} qmm_weights_memory_info;
+
+/**
+ * Fill *out with what `w` holds now (see qmm_weights_memory_info). Reads host-side records
+ * only (no device work, no synchronization). Errors: QMM_ERR_INVALID_ARGUMENT for NULL.
+ */
+QMM_API qmm_status qmm_weights_memory(const qmm_weights *w, qmm_weights_memory_info *out);
 
 /**
  * Y[n][m] = X[n][k] * W[m][k]^T on the context's backend with its strategy.
@@ -361,7 +494,8 @@ QMM_API bool qmm_diff_ok(const qmm_diff *d, double max_nmse, double max_rel);
 
 /**
  * Allocate `bytes` (> 0) in the context's memory space: 64-byte aligned host memory for the
- * CPU, device memory (cudaMalloc) for CUDA. Contents are undefined.
+ * CPU, device memory (cudaMalloc) for CUDA, a WebGPU storage buffer for WebGPU (the pointer
+ * is an address of a reservation that no host code may dereference). Contents are undefined.
  * Errors: QMM_ERR_INVALID_ARGUMENT, QMM_ERR_OUT_OF_MEMORY, QMM_ERR_BACKEND.
  */
 QMM_API qmm_status qmm_buffer_alloc(qmm_context *ctx, size_t bytes, void **out);
@@ -384,10 +518,35 @@ QMM_API qmm_status qmm_context_synchronize(qmm_context *ctx);
  * Time a region of work queued on the context: qmm_timer_begin marks the start (a CUDA
  * event recorded on the stream; a monotonic clock read on the CPU), qmm_timer_end marks the
  * end, waits for it and returns the elapsed milliseconds. Not reentrant per context.
+ * WebGPU: the sum of the GPU time of the compute passes of the matmuls in the region
+ * (timestamp queries at each pass's start and end; needs the timestamp-query feature).
  */
 QMM_API qmm_status qmm_timer_begin(qmm_context *ctx);
 /** End the region begun by qmm_timer_begin; *ms gets the elapsed milliseconds (see above). */
 QMM_API qmm_status qmm_timer_end(qmm_context *ctx, double *ms);
+
+/**
+ * Device time of back-to-back calls (CUDA only; the CPU returns QMM_ERR_UNSUPPORTED, time its
+ * calls with qmm_timer_begin/end). qmm_graph_begin starts capturing the context's stream into
+ * a CUDA graph: the qmm_matmul calls that follow are recorded, not run (each must have run
+ * once before on its weights and strategy: lazy copies cannot be made during capture, see
+ * qmm_cache_policy; recording queues no work, so Y is not written yet). qmm_graph_end ends the
+ * capture and instantiates the graph, which the context keeps (replacing an earlier one; freed
+ * with the context). qmm_graph_replay launches it `times` (>= 1) times back to back on the
+ * stream and returns in *ms the milliseconds between a CUDA event recorded before the first
+ * launch and one after the last (it waits for them), so *ms / (times x calls recorded) is the
+ * device time of one call with the launch gaps of a graph: the figure llama-bench and ggml's
+ * test-backend-ops report. Replays write Y as the recorded calls would.
+ * Errors: QMM_ERR_INVALID_ARGUMENT (NULL, times < 1, qmm_graph_begin while capturing,
+ * qmm_graph_end without qmm_graph_begin, qmm_graph_replay without a graph), QMM_ERR_UNSUPPORTED
+ * (a CPU context), QMM_ERR_BACKEND (capture failed, e.g. work of another stream joined it; the
+ * capture is ended and nothing kept).
+ */
+QMM_API qmm_status qmm_graph_begin(qmm_context *ctx);
+/** End the capture begun by qmm_graph_begin and keep its graph (see above). */
+QMM_API qmm_status qmm_graph_end(qmm_context *ctx);
+/** Launch the kept graph `times` times back to back; *ms = their elapsed time (see above). */
+QMM_API qmm_status qmm_graph_replay(qmm_context *ctx, int64_t times, double *ms);
 
 /** The accelerator a context runs on, as qmm_context_device_info reports it. */
 typedef struct qmm_device_info {
@@ -410,8 +569,10 @@ typedef struct qmm_device_info {
 /**
  * Describe the device of a CUDA context and measure its copy bandwidth (allocates 2 GiB of
  * scratch device memory for the measurement, frees it, synchronizes the context's stream: call
- * it outside timed regions and graph capture). Errors: QMM_ERR_INVALID_ARGUMENT (NULL),
- * QMM_ERR_UNSUPPORTED (a CPU context), QMM_ERR_OUT_OF_MEMORY, QMM_ERR_BACKEND.
+ * it outside timed regions and graph capture). A WebGPU context fills only `name` (the
+ * adapter; qmm_webgpu_get_info in qmm_webgpu.h describes it fully), the rest 0.
+ * Errors: QMM_ERR_INVALID_ARGUMENT (NULL), QMM_ERR_UNSUPPORTED (a CPU context),
+ * QMM_ERR_OUT_OF_MEMORY, QMM_ERR_BACKEND.
  */
 QMM_API qmm_status qmm_context_device_info(qmm_context *ctx, qmm_device_info *out);
 
@@ -434,6 +595,10 @@ typedef struct qmm_path {
     qmm_precision precision;/**< numerical class of the kernel */
     double max_nmse;        /**< documented limit of qmm_diff.nmse vs qmm_matmul_ref */
     double max_rel_err;     /**< documented limit of qmm_diff.max_rel_err vs qmm_matmul_ref */
+    /** When the context's strategy is AUTO: which table made the choice, e.g. "compiled-in
+     *  table for amx" or "tuning file /home/u/.cache/qmm/tune-0123456789abcdef.json" (valid
+     *  while the context lives); NULL when a strategy was forced. */
+    const char *auto_table;
 } qmm_path;
 
 /**

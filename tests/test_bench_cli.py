@@ -22,9 +22,20 @@ TINY = ["--types", "q4_0,q4_K", "--shape", "64x256,32x512", "--n", "3", "--iters
         "--warmup", "0"]
 
 ROW_FIELDS = ["type", "label", "m", "k", "n", "count", "strategy", "kernel", "ms", "gflops", "gbps",
-              "verified", "nmse", "max_rel_err", "x_sum", "w_sum", "y_sum", "copies", "status"]
+              "verified", "nmse", "max_rel_err", "x_sum", "w_sum", "y_sum", "copies", "status",
+              "latency_ms", "graph_calls", "resident_bytes", "resident"]
 HEADER_FIELDS = ["qmm_version", "date", "cpu", "features", "backend", "threads", "device",
-                 "command_line", "mem_read_gbps", "iters", "warmup", "fill", "seed", "source"]
+                 "command_line", "mem_read_gbps", "iters", "warmup", "fill", "seed", "source",
+                 "cache", "timing"]
+RESIDENT_PARTS = ["gguf", "repacked", "f16", "fp8", "int8", "bf16"]
+
+
+def check_resident(test, r):
+    """resident_bytes is the sum of its parts and holds at least the GGUF rows (m x row bytes)."""
+    parts = r["resident"]
+    test.assertEqual(sorted(parts), sorted(RESIDENT_PARTS), r)
+    test.assertEqual(r["resident_bytes"], sum(parts[p] for p in RESIDENT_PARTS), r)
+    test.assertGreater(parts["gguf"], 0, r)
 
 
 def bench(*args, env=None, timeout=300):
@@ -106,6 +117,10 @@ class Runs(unittest.TestCase):
         for key in HEADER_FIELDS:
             self.assertIn(key, doc["header"])
         self.assertIn("bench", doc["header"]["command_line"])
+        self.assertEqual(doc["header"]["cache"], "default")
+        # the CPU's figure: one call timed alone; no second timing
+        self.assertIn("one call timed alone", doc["header"]["timing"]["ms"])
+        self.assertIn("none", doc["header"]["timing"]["latency_ms"])
         self.assertGreater(doc["header"]["mem_read_gbps"], 0)
         self.assertGreaterEqual(doc["header"]["threads"], 1)
         rows = doc["rows"]
@@ -124,6 +139,57 @@ class Runs(unittest.TestCase):
             self.assertGreaterEqual(r["nmse"], 0)
             self.assertNotEqual(r["x_sum"], 0)
             self.assertNotEqual(r["y_sum"], 0)
+            self.assertIsNone(r["latency_ms"], r)  # CPU: ms is the single-call time
+            self.assertIsNone(r["graph_calls"], r)
+            check_resident(self, r)
+            # GGUF rows padded to 64 bytes on the CPU: 64x256 q4_0 rows are 144 -> 192 bytes
+            row_bytes = {"q4_0": 18 * r["k"] // 32, "q4_K": 144 * r["k"] // 256}[r["type"]]
+            self.assertEqual(r["resident"]["gguf"], r["m"] * ((row_bytes + 63) // 64 * 64), r)
+
+    def test_resident_per_strategy(self):
+        # Each row reports the layouts its own path made: gemv none (even after a fused row
+        # made AMX tiles in the same weights), the AMX kernels their tiles.
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "out.json")
+            p = bench("--types", "q4_0", "--shape", "64x256", "--n", "20", "--iters", "1",
+                      "--warmup", "0", "--strategy", "fused,gemv,int8,gemv", "--json", path)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            with open(path) as f:
+                rows = json.load(f)["rows"]
+        self.assertEqual([r["strategy"] for r in rows], ["fused", "gemv", "int8", "gemv"])
+        self.assertEqual(rows[1]["status"], "ok")
+        self.assertEqual(rows[3]["status"], "ok")
+        for r in rows:
+            if r["status"] == "skip":  # int8 below the amx level (QMM_CPU_ISA)
+                self.assertIsNone(r["resident"], r)
+                continue
+            check_resident(self, r)
+            amx = r["kernel"] in ("fused_amx_bf16", "int8_amx")
+            self.assertEqual(r["resident_bytes"] > r["resident"]["gguf"], amx, r)
+            self.assertEqual(r["resident"]["bf16"] > 0, r["kernel"] == "fused_amx_bf16", r)
+            self.assertEqual(r["resident"]["int8"] > 0, r["kernel"] == "int8_amx", r)
+            for part in ("repacked", "f16", "fp8"):
+                self.assertEqual(r["resident"][part], 0, r)
+        table = bench("--types", "q4_0", "--shape", "64x256", "--n", "3", "--iters", "1")
+        self.assertEqual(table.returncode, 0, table.stderr)
+        for word in ("res_MiB", "xGGUF", "resident:"):
+            self.assertIn(word, table.stdout)
+        self.assertNotIn("ms(graph)", table.stdout)  # the CPU table keeps its one ms column
+
+    def test_cache_option(self):
+        for bad in ["-1", "nan", "inf", "1e7", "lots", "", "2x", " 2"]:
+            p = bench(*TINY, "--cache", bad)
+            self.assertEqual(p.returncode, 2, f"--cache {bad!r}: {p.stderr}")
+            self.assertIn("--cache", p.stderr)
+            self.assertEqual(p.stdout, "")
+        for good, shown in [("none", "none"), ("unlimited", "unlimited"), ("2.5", "limit 2.5"),
+                            ("0", "limit 0"), ("default", "default")]:
+            with tempfile.TemporaryDirectory() as d:
+                path = os.path.join(d, "out.json")
+                p = bench(*TINY, "--cache", good, "--json", path)
+                self.assertEqual(p.returncode, 0, f"--cache {good}: {p.stderr}")
+                with open(path) as f:
+                    self.assertEqual(json.load(f)["header"]["cache"], shown)
 
     def test_same_seed_same_checksums(self):
         a = list(csv.DictReader(io.StringIO(bench(*TINY, "--csv").stdout)))
@@ -139,10 +205,19 @@ class Runs(unittest.TestCase):
         lines = p.stdout.splitlines()
         self.assertTrue(lines[0].startswith("type,label,m,k,n,count,strategy,kernel,status,ms,gflops,"
                                             "gbps,verified,nmse,max_rel_err"), lines[0])
+        # the columns added after roof_pct: CUDA's single-call latency and calls per graph,
+        # the weights' resident and GGUF bytes
+        self.assertTrue(lines[0].endswith(",roof_pct,latency_ms,graph_calls,resident_bytes,"
+                                          "gguf_bytes"), lines[0])
         rows = list(csv.DictReader(io.StringIO(p.stdout)))
         self.assertEqual(len(rows), 8)  # 2 types x 2 shapes x 2 strategies
         self.assertEqual({r["verified"] for r in rows}, {"true"})
         self.assertIn("ref", {r["strategy"] for r in rows})
+        for r in rows:
+            self.assertEqual(r["latency_ms"], "", r)  # CPU: one timing
+            self.assertEqual(r["graph_calls"], "", r)
+            self.assertGreaterEqual(int(r["resident_bytes"]), int(r["gguf_bytes"]), r)
+            self.assertGreater(int(r["gguf_bytes"]), 0, r)
 
     def test_no_verify(self):
         p = bench(*TINY, "--csv", "--no-verify")
@@ -170,6 +245,12 @@ class Runs(unittest.TestCase):
         self.assertEqual(total[0]["count"], 92)
         self.assertAlmostEqual(total[0]["ms"], sum(r["count"] * r["ms"] for r in shapes),
                                delta=1e-9 * total[0]["ms"])
+        self.assertIsNone(total[0]["latency_ms"])  # CPU
+        # the model's resident bytes: count x each shape's, per part
+        for part in RESIDENT_PARTS:
+            self.assertEqual(total[0]["resident"][part],
+                             sum(r["count"] * r["resident"][part] for r in shapes), part)
+        self.assertEqual(total[0]["resident_bytes"], sum(r["count"] * r["resident_bytes"] for r in shapes))
 
     def test_unsupported_strategy_is_skipped_not_passed(self):
         # cached_f16 is a CUDA strategy: on the CPU the row is reported as skipped, no speed

@@ -104,7 +104,7 @@ def no_gpu_checks(tmp):
     for bad in ("-1", "nan", "inf", "1e-3x", "", "+1"):
         expect("tolerance %r" % bad, ["--candidate", COPY, "--tolerance", bad], 2, "--tolerance")
     expect("strategy refused", ["--candidate", COPY, "--strategy", "gemv"], 2, "does not apply")
-    expect("cpu backend refused", ["--candidate", COPY, "--backend", "cpu"], 2, "CUDA backend only")
+    expect("cpu backend refused", ["--candidate", COPY, "--backend", "cpu"], 2, "the CUDA or the WebGPU backend")
     expect("bad shape", ["--candidate", COPY, "--shape", "64x100", "--types", "q4_0"], 2,
            "not a multiple of the block size")
     expect("help", ["--candidate", COPY, "--help"], 0, "qmm_candidate_geometry", stream="stdout")

@@ -21,6 +21,7 @@
 
 #include "core/internal.h"
 #include "core/types.h"
+#include "cpu/cpu_features.h"
 #include "qmm.h"
 #include "test_util.h"
 
@@ -514,8 +515,7 @@ static void top_of_scale_range_at(const char *isa) {
 
 static void test_top_of_scale_range(void **state) {
     (void)state;
-    const char *levels[] = {"generic", "avx2", "avx512", "amx"};
-    for (size_t i = 0; i < sizeof levels / sizeof levels[0]; i++) top_of_scale_range_at(levels[i]);
+    for (int i = 0; i < QMM_CPU_ISA_COUNT; i++) top_of_scale_range_at(qmm_cpu_isa_name((qmm_cpu_isa)i));
     setenv("QMM_CPU_ISA", "generic", 1); /* main's level for the other tests */
 }
 

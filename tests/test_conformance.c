@@ -14,8 +14,10 @@
  * Generated from the tables, never from lists in this file:
  *   backends   CPU at every ISA level of cpu_features.h (QMM_CPU_ISA; a level the machine
  *              lacks must be refused and is reported as skipped; on a CPU with AVX-VNNI also
- *              avx2 without it, "cpu:avx2-novnni", QMM_CPU_AVXVNNI=off), and CUDA when the library
- *              has it and a device is usable (otherwise one skip line; the CPU part still runs);
+ *              avx2 without it, "cpu:avx2-novnni", QMM_CPU_AVX_VNNI=off), CUDA when the library
+ *              has it and a device is usable (otherwise one skip line; the CPU part still runs),
+ *              and WebGPU likewise (its adapter's API in the name, e.g. "webgpu:Vulkan"; the
+ *              grid-limit cases only on a GPU adapter, not on lavapipe);
  *   types      every id 0..QMM_TYPE_COUNT-1 with qmm_type_is_supported && qmm_type_is_weight;
  *              weights from qmm_quantize_rows where qmm_type_has_quantizer, otherwise random
  *              valid blocks (qmm_random_rows); scale fields from the type's layout
@@ -51,7 +53,13 @@
  *
  * Environment: QMM_CASES_FILTER=<glob> runs the tests whose names match (cmocka's filter,
  * e.g. "test_D_*"); QMM_CONFORMANCE_BACKENDS=<prefix,...> (e.g. "cuda", "cpu:generic") and
- * QMM_CONFORMANCE_TYPES=<name,...> restrict the backends and types.
+ * QMM_CONFORMANCE_TYPES=<name,...> restrict the backends and types. QMM_CONFORMANCE_QUICK=1
+ * keeps every backend, type, strategy and class but smaller shapes (for emulated CPUs,
+ * scripts/test-arm64.sh): fewer W rows where a class does not depend on m (A, B, C, G, H:
+ * 9 or 10 instead of 33-41), shorter k where it does not depend on k (A, C, D: one block or
+ * super-block more than needed, H one panel), E's k tails {32, 64, 576, 1056} (1-element
+ * types {1, 3, 33, 257, 1041}) instead of seven up to 8640, F's n lists {1..5, 8, 9, 17, 129}
+ * and {1, 3, 17}, F's large m 1093 instead of 65537 and one chunk of n (4097).
  */
 #include <limits.h>
 #include <math.h>
@@ -69,6 +77,7 @@
 #include "core/types.h"
 #include "cpu/cpu_features.h"
 #include "qmm.h"
+#include "qmm_webgpu.h"
 #include "test_util.h"
 
 #ifdef QMM_WITH_CUDA
@@ -124,6 +133,10 @@ static int g_ntypes;
 /* The 1-element type whose element is stored as a given scale kind (f16, bf16), or -1:
  * used to round to f16 / bf16 through the library's conversions. */
 static int g_float_type[8];
+
+/* QMM_CONFORMANCE_QUICK: smaller shapes (the top of the file). */
+static bool g_quick;
+#define QK(full, quick) (g_quick ? (quick) : (full))
 
 static const qmm_type_traits *traits(int t) { return qmm_type_traits_get(t); }
 static const char *tname(int t) { return qmm_type_name((qmm_type)t); }
@@ -952,7 +965,7 @@ static void test_A_large_one_sign_activations(void **state) {
                 continue;
             }
             prob p;
-            prob_alloc(&p, t, 33, k_for(t, 1, 256, 64), 4, 16, 5);
+            prob_alloc(&p, t, QK(33, 9), k_for(t, 1, QK(256, 64), 64), 4, 16, 5);
             if (wset == 0) w_fill(&p, &r, -1.0f, 1.0f);
             else w_fill(&p, &r, 0.25f, 1.0f);
             for (int64_t e = 0; e < p.k; e++) {
@@ -984,7 +997,7 @@ static void test_A_x_beyond_f16(void **state) {
     for (int ti = 0; ti < g_ntypes; ti++) {
         const int t = g_types[ti];
         prob p;
-        prob_alloc(&p, t, 40, k_for(t, 2, 64, 48), 3, 0, 3);
+        prob_alloc(&p, t, QK(40, 9), k_for(t, 2, 64, 48), 3, 0, 3);
         w_fill(&p, &r, -1.0f, 1.0f);
         x_uniform(&p, &r, -1.0f, 1.0f);
         xrow(&p, 1)[5] = 70000.0f;
@@ -1012,7 +1025,7 @@ static void test_B_all_zero_blocks(void **state) {
         const int t = g_types[ti];
         const int64_t bs = bsize(t);
         prob p;
-        prob_alloc(&p, t, 34, k_for(t, 2, 96, 40), 8, 8, 2);
+        prob_alloc(&p, t, QK(34, 10), k_for(t, 2, 96, 40), 8, 8, 2);
         const int64_t k = p.k, zb = bs == 1 ? 8 : bs; /* elements of the zero block */
         const bool quant = qmm_type_has_quantizer((qmm_type)t);
         float *src = malloc((size_t)k * sizeof(float)), *back = malloc((size_t)k * sizeof(float));
@@ -1061,7 +1074,7 @@ static void test_B_subnormal_activations(void **state) {
     for (int ti = 0; ti < g_ntypes; ti++) {
         const int t = g_types[ti];
         prob p;
-        prob_alloc(&p, t, 33, k_for(t, 1, 64, 40), 3, 0, 1);
+        prob_alloc(&p, t, QK(33, 9), k_for(t, 1, 64, 40), 3, 0, 1);
         w_fill(&p, &r, -1024.0f, 1024.0f);
         for (int64_t tt = 0; tt < p.n; tt++)
             for (int64_t e = 0; e < p.k; e++)
@@ -1092,7 +1105,7 @@ static void test_B_planted_scales(void **state) {
         for (int f = 0; f < n_fields(t); f++)
             for (int cat = CAT_ZERO; cat <= CAT_NEG; cat++) {
                 prob p;
-                prob_alloc(&p, t, 33, k_for(t, 2, 64, 40), 3, 0, 0);
+                prob_alloc(&p, t, QK(33, 9), k_for(t, 2, 64, 40), 3, 0, 0);
                 w_fill(&p, &r, -1.0f, 1.0f);
                 bool ok = true;
                 for (int64_t i = 0; i < p.m && ok; i++)
@@ -1197,7 +1210,7 @@ static void test_C_extreme_quants_exact(void **state) {
         const int t = g_types[ti];
         if (bsize(t) == 1) continue; /* float types: no quants (their elements are B's fields) */
         prob p;
-        prob_alloc(&p, t, 33, k_for(t, 1, 256, 0), 6, 0, 0);
+        prob_alloc(&p, t, QK(33, 9), k_for(t, 1, QK(256, 64), 0), 6, 0, 0);
         for (int64_t i = 0; i < p.m; i++) {
             uint8_t *row = wrow(&p, i);
             for (size_t j = 0; j < p.row_bytes; j++)
@@ -1244,7 +1257,7 @@ static void test_D_identity_probe(void **state) {
     tu_rng r = tu_rng_make(0xD1);
     for (int ti = 0; ti < g_ntypes; ti++) {
         const int t = g_types[ti];
-        const int64_t k = k_for(t, 2, 64, 40), m = 19;
+        const int64_t k = k_for(t, QK(2, 1), 64, 40), m = 19;
         prob base;
         prob_alloc(&base, t, m, k, 1, 8, 0);
         float *src = malloc((size_t)k * sizeof(float));
@@ -1296,14 +1309,16 @@ static void test_D_identity_probe(void **state) {
 static void test_E_k_tails_flush(void **state) {
     (void)state;
     test_begin(__func__);
-    static const int64_t kq[] = {32, 64, 128, 192, 576, 4128, 8640};
-    static const int64_t k1[] = {1, 3, 33, 255, 257, 4127, 8641};
+    static const int64_t kq_full[] = {32, 64, 128, 192, 576, 4128, 8640}, kq_quick[] = {32, 64, 576, 1056};
+    static const int64_t k1_full[] = {1, 3, 33, 255, 257, 4127, 8641}, k1_quick[] = {1, 3, 33, 257, 1041};
+    const int64_t *kq = QK(kq_full, kq_quick), *k1 = QK(k1_full, k1_quick);
+    const int nk = QK(7, 4), nk1 = QK(7, 5);
     tu_rng r = tu_rng_make(0xE1);
     for (int ti = 0; ti < g_ntypes; ti++) {
         const int t = g_types[ti];
         const int64_t bs = bsize(t);
         int64_t prev = 0;
-        for (int ki = 0; ki < 7; ki++) {
+        for (int ki = 0; ki < (bs == 1 ? nk1 : nk); ki++) {
             const int64_t k = bs == 1 ? k1[ki] : (kq[ki] + bs - 1) / bs * bs;
             if (k == prev) continue;
             prev = k;
@@ -1346,15 +1361,18 @@ static void f_case(int t, int64_t m, int64_t k, const int64_t *ns, int nn, int o
 static void test_F_m_n_tails(void **state) {
     (void)state;
     test_begin(__func__);
-    static const int64_t n_all[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 127, 129};
-    static const int64_t n_some[] = {1, 3, 9, 17, 129};
+    static const int64_t n_all_full[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 127, 129};
+    static const int64_t n_some_full[] = {1, 3, 9, 17, 129};
+    static const int64_t n_all_quick[] = {1, 2, 3, 4, 5, 8, 9, 17, 129}, n_some_quick[] = {1, 3, 17};
+    const int64_t *n_all = QK(n_all_full, n_all_quick), *n_some = QK(n_some_full, n_some_quick);
+    const int nn_all = QK(19, 9), nn_some = QK(5, 3);
     static const int64_t ms[] = {1, 7, 33, 65, 96};
     tu_rng r = tu_rng_make(0xF1);
     for (int ti = 0; ti < g_ntypes; ti++) {
         const int t = g_types[ti];
         for (int mi = 0; mi < 5; mi++) {
-            if (ms[mi] == 33) f_case(t, 33, k_for(t, 1, 256, 256), n_all, 19, ON_ALL, &r, "F (m, n tails)");
-            else f_case(t, ms[mi], k_for(t, 1, 256, 256), n_some, 5, ON_ALL, &r, "F (m, n tails)");
+            if (ms[mi] == 33) f_case(t, 33, k_for(t, 1, 256, 256), n_all, nn_all, ON_ALL, &r, "F (m, n tails)");
+            else f_case(t, ms[mi], k_for(t, 1, 256, 256), n_some, nn_some, ON_ALL, &r, "F (m, n tails)");
         }
     }
     test_end();
@@ -1382,10 +1400,10 @@ static void test_F_large_m_and_grids(void **state) {
         if (bs == 1) t1 = t;
         if (bs == 32) t32 = t;
         const int64_t k = bs == 1 ? 32 : bs;
-        if (bs <= 32) f_case(t, 65537, k, n_few, 2, ON_ALL, &r, "F (m = 65537)");
+        if (bs <= 32) f_case(t, QK(65537, 1093), k, n_few, 2, ON_ALL, &r, QK("F (m = 65537)", "F (m = 1093)"));
         f_case(t, 65537, k, n_grid, 5, ON_GRID, &r, "F (m = 65537)");
     }
-    if (t32 >= 0) f_case(t32, 33, 32, n_chunks, 2, ON_ALL, &r, "F (n over 4096-token chunks)");
+    if (t32 >= 0) f_case(t32, 33, 32, n_chunks, QK(2, 1), ON_ALL, &r, "F (n over 4096-token chunks)");
     if (!any_selected(ON_GRID)) {
         print_message("[  SKIPPED ] %s: m = 524297 x k = 1 and n = 8388609: grid limits of a GPU, none here\n", t_name);
     } else if (t1 >= 0) {
@@ -1409,17 +1427,18 @@ static void test_F_large_m_and_grids(void **state) {
 
 /* With QMM_FLAG_BATCH_INVARIANT, every strategy that resolves gives for n in {1, 2, 3, 8, 9,
  * 16, 17, 64, 65} exactly the first n rows of n = 129; without it, every n is within the
- * path's bound (run_one). k of 2+ panels: the accumulation order counts. */
+ * path's bound (run_one). k of 2+ panels of the portable order (256) and of the gemv order
+ * (1024; where fused runs the gemv kernels at small n): the accumulation order counts. */
 static void test_G_row0_across_n(void **state) {
     (void)state;
     test_begin(__func__);
     static const int64_t ns[] = {1, 2, 3, 8, 9, 16, 17, 64, 65, 129}, n_plain[] = {1, 8, 17, 65};
     const int nn = (int)(sizeof ns / sizeof ns[0]);
     tu_rng r = tu_rng_make(0x61);
-    for (int ti = 0; ti < g_ntypes; ti++) {
-        const int t = g_types[ti];
+    for (int ti = 0; ti < 2 * g_ntypes; ti++) {
+        const int t = g_types[ti % g_ntypes];
         prob p;
-        prob_alloc(&p, t, 37, k_for(t, 2, 512, 100), 129, 0, 0);
+        prob_alloc(&p, t, QK(37, 9), ti < g_ntypes ? k_for(t, 2, 512, 100) : k_for(t, 2, 2304, 2100), 129, 0, 0);
         w_fill(&p, &r, -1.0f, 1.0f);
         x_uniform(&p, &r, -1.0f, 1.0f);
         prob_finish(&p, 0);
@@ -1471,7 +1490,7 @@ static void test_H_determinism_and_padding(void **state) {
     for (int ti = 0; ti < g_ntypes; ti++) {
         const int t = g_types[ti];
         prob p;
-        prob_alloc(&p, t, 41, k_for(t, 1, 768, 768), 19, 40, 7);
+        prob_alloc(&p, t, QK(41, 9), k_for(t, 1, QK(768, 256), QK(768, 300)), 19, 40, 7);
         w_fill(&p, &r, -1.0f, 1.0f);
         x_uniform(&p, &r, -1.0f, 1.0f);
         prob_finish(&p, 0);
@@ -1668,7 +1687,9 @@ static int need_cuda(void) {
 }
 
 /* fp8 puts X in E4M3 into the context workspace, padded to 16 columns and 16 tokens; the
- * workspace is filled with 0xFF (E4M3 NaN) before each run, k and n not multiples of 16. */
+ * workspace is filled with 0xFF (E4M3 NaN) before each run, k and n not multiples of 16. The
+ * first fp8 call on weights makes their fp8 copy and may grow the workspace (a new one, not
+ * filled): one call first, so that every checked run finds the 0xFF workspace. */
 static void test_H_fp8_stale_workspace(void **state) {
     (void)state;
     test_begin(__func__);
@@ -1697,6 +1718,7 @@ static void test_H_fp8_stale_workspace(void **state) {
         devb d;
         dev_make(ctx, &p, &d);
         const qmm_cuda_context *c = cuda_ctx(ctx);
+        run_one(bi, ctx, &p, w, &d, p.n, QMM_STRATEGY_FP8, &ex, "H (fp8, first call)", NULL);
         for (int64_t n = 1; n <= p.n; n += 2) {
             CUDA_OK(cudaMemsetAsync(c->workspace, 0xFF, c->workspace_bytes, c->stream));
             run_one(bi, ctx, &p, w, &d, n, QMM_STRATEGY_FP8, &ex, "H (fp8 after a 0xFF workspace)", NULL);
@@ -1868,17 +1890,17 @@ static bool selected(const char *var, const char *name) {
     return false;
 }
 
-/* A context at CPU level `isa` (NULL: the default); `vnni`: QMM_CPU_AVXVNNI or NULL. */
+/* A context at CPU level `isa` (NULL: the default); `vnni`: QMM_CPU_AVX_VNNI or NULL. */
 static qmm_status make_ctx(qmm_backend kind, const char *isa, const char *vnni, unsigned flags,
                            qmm_context **out) {
     if (isa) setenv("QMM_CPU_ISA", isa, 1);
-    if (vnni) setenv("QMM_CPU_AVXVNNI", vnni, 1);
+    if (vnni) setenv("QMM_CPU_AVX_VNNI", vnni, 1);
     qmm_context_params prm = qmm_context_default_params();
     prm.backend = kind;
     prm.flags = flags;
     const qmm_status st = qmm_context_create(&prm, out);
     if (isa) unsetenv("QMM_CPU_ISA");
-    if (vnni) unsetenv("QMM_CPU_AVXVNNI");
+    if (vnni) unsetenv("QMM_CPU_AVX_VNNI");
     return st;
 }
 
@@ -1894,7 +1916,7 @@ static bool add_backend(backend *be, qmm_backend kind, const char *isa, const ch
 
 /* 0: at least one backend; 1: none selected is usable here; -1: a context failed. The CPU
  * levels, and at avx2 on a CPU with AVX-VNNI a second backend "cpu:avx2-novnni"
- * (QMM_CPU_AVXVNNI=off: the vpmaddubsw int8 kernels an AVX2-only CPU runs). */
+ * (QMM_CPU_AVX_VNNI=off: the vpmaddubsw int8 kernels an AVX2-only CPU runs). */
 static int setup_backends(void) {
     for (int lv = QMM_CPU_ISA_GENERIC; lv <= QMM_CPU_ISA_COUNT; lv++) {
         /* lv == QMM_CPU_ISA_COUNT: avx2 without AVX-VNNI */
@@ -1953,6 +1975,25 @@ static int setup_backends(void) {
 #else
         print_message("[  SKIPPED ] backend cuda: this libqmm was built without the CUDA backend\n");
 #endif
+    }
+    be = &g_be[g_nbe];
+    memset(be, 0, sizeof *be);
+    snprintf(be->name, sizeof be->name, "webgpu");
+    if (selected("QMM_CONFORMANCE_BACKENDS", be->name)) {
+        tu_webgpu_env();
+        const qmm_status st = qmm_backend_check(QMM_BACKEND_WEBGPU);
+        if (st != QMM_OK) {
+            print_message("[  SKIPPED ] backend webgpu: %s\n", qmm_last_error());
+        } else {
+            be->kind = QMM_BACKEND_WEBGPU; /* every WebGPU path is F32 class: no operand model */
+            if (!add_backend(be, QMM_BACKEND_WEBGPU, NULL, NULL)) return -1;
+            qmm_webgpu_info info;
+            CHECK_OK(qmm_webgpu_get_info(be->ctx, &info));
+            /* the grid-limit cases (m = 524297, n > 8M) run on a GPU, not on a CPU adapter */
+            be->device_grid = strcmp(info.adapter_type, "CPU") != 0;
+            snprintf(be->name, sizeof be->name, "webgpu:%s", info.backend_api);
+            g_nbe++;
+        }
     }
     return g_nbe > 0 ? 0 : 1;
 }
@@ -2038,6 +2079,8 @@ static int print_coverage(void **state) {
 }
 
 int main(void) {
+    const char *quick = getenv("QMM_CONFORMANCE_QUICK");
+    g_quick = quick != NULL && quick[0] != '\0' && strcmp(quick, "0") != 0;
     setup_types();
     const int rc = setup_backends();
     if (rc < 0) return 1; /* a context that should exist could not be made (printed) */
@@ -2045,7 +2088,8 @@ int main(void) {
         print_message("test_conformance: skipped: none of the selected backends is usable here\n");
         return 77;
     }
-    print_message("test_conformance: %d weight types, backends:", g_ntypes);
+    print_message("test_conformance%s: %d weight types, backends:", g_quick ? " (QMM_CONFORMANCE_QUICK: smaller shapes)" : "",
+                  g_ntypes);
     for (int b = 0; b < g_nbe; b++) print_message(" %s", g_be[b].name);
     print_message("\n");
     const char *filter = getenv("QMM_CASES_FILTER");

@@ -1,5 +1,6 @@
 /*
- * test_cpu_isa.c — every CPU ISA level (QMM_CPU_ISA = generic, avx2, avx512, amx) against
+ * test_cpu_isa.c — every CPU ISA level (QMM_CPU_ISA = generic, avx2, avx512, amx on x86-64;
+ * generic, neon, dotprod, i8mm on aarch64) against
  * qmm_matmul_ref, for every weight type of the type table, strategies gemv and fused, shapes
  * with m, n and k tails (n in 1, 2, 3, 15, 16, 17, 64, 65), with guard columns in Y checked.
  * A level this machine lacks must be refused at context creation (checked) and is then
@@ -67,6 +68,16 @@ static bool level_missing(qmm_cpu_isa isa) {
     return true;
 }
 
+/* The fused path of this level rounds W and X to bf16 (AMX-BF16; all types but f32). */
+static bool bf16_fused(qmm_cpu_isa isa) {
+#if defined(QMM_ARCH_X86_64)
+    return isa >= QMM_CPU_ISA_AMX;
+#else
+    (void)isa;
+    return false;
+#endif
+}
+
 /* k for a type: a tail against the 32-element AMX step where the block size allows it. */
 static int64_t pick_k(qmm_type type, int variant) {
     int64_t bs = qmm_type_block_size(type);
@@ -106,7 +117,7 @@ static void check_level(qmm_cpu_isa isa) {
             const qmm_strategy strategies[] = {QMM_STRATEGY_GEMV, QMM_STRATEGY_FUSED};
             for (size_t si = 0; si < 2; si++) {
                 assert_int_equal(qmm_context_set_strategy(ctx, strategies[si]), QMM_OK);
-                const bool bf16_path = isa >= QMM_CPU_ISA_AMX &&
+                const bool bf16_path = bf16_fused(isa) &&
                                        strategies[si] == QMM_STRATEGY_FUSED &&
                                        type != QMM_TYPE_F32;
                 const double max_nmse = 1e-5, max_rel = bf16_path ? 1e-2 : 1e-5;
@@ -270,6 +281,7 @@ static void test_gemv_shapes_generic(void **state) {
     (void)state;
     check_gemv_shapes(QMM_CPU_ISA_GENERIC);
 }
+#if defined(QMM_ARCH_X86_64)
 static void test_gemv_shapes_avx512(void **state) {
     (void)state;
     check_gemv_shapes(QMM_CPU_ISA_AVX512);
@@ -349,14 +361,17 @@ static void test_gemv_avx2_vs_avx512(void **state) {
     assert_int_equal(failures, 0);
 }
 
+#endif
+
 static void test_generic(void **state) { (void)state; check_level(QMM_CPU_ISA_GENERIC); }
-static void test_avx2(void **state) { (void)state; check_level(QMM_CPU_ISA_AVX2); }
-static void test_avx512(void **state) { (void)state; check_level(QMM_CPU_ISA_AVX512); }
-static void test_amx(void **state) { (void)state; check_level(QMM_CPU_ISA_AMX); }
 static void test_invariant_generic(void **state) {
     (void)state;
     check_batch_invariant(QMM_CPU_ISA_GENERIC);
 }
+#if defined(QMM_ARCH_X86_64)
+static void test_avx2(void **state) { (void)state; check_level(QMM_CPU_ISA_AVX2); }
+static void test_avx512(void **state) { (void)state; check_level(QMM_CPU_ISA_AVX512); }
+static void test_amx(void **state) { (void)state; check_level(QMM_CPU_ISA_AMX); }
 static void test_invariant_avx512(void **state) {
     (void)state;
     check_batch_invariant(QMM_CPU_ISA_AVX512);
@@ -365,8 +380,33 @@ static void test_invariant_amx(void **state) {
     (void)state;
     check_batch_invariant(QMM_CPU_ISA_AMX);
 }
+#endif
 
-/* Bad names are INVALID_ARGUMENT; the best level is always accepted. */
+#if defined(QMM_ARCH_AARCH64)
+static void test_neon(void **state) { (void)state; check_level(QMM_CPU_ISA_NEON); }
+static void test_dotprod(void **state) { (void)state; check_level(QMM_CPU_ISA_DOTPROD); }
+static void test_i8mm(void **state) { (void)state; check_level(QMM_CPU_ISA_I8MM); }
+static void test_invariant_neon(void **state) {
+    (void)state;
+    check_batch_invariant(QMM_CPU_ISA_NEON);
+}
+static void test_invariant_i8mm(void **state) {
+    (void)state;
+    check_batch_invariant(QMM_CPU_ISA_I8MM);
+}
+static void test_gemv_shapes_neon(void **state) {
+    (void)state;
+    check_gemv_shapes(QMM_CPU_ISA_NEON);
+}
+static void test_gemv_shapes_i8mm(void **state) {
+    (void)state;
+    check_gemv_shapes(QMM_CPU_ISA_I8MM);
+}
+#endif
+
+/* Bad names are INVALID_ARGUMENT, a level of another architecture is UNSUPPORTED; the best
+ * level is always accepted. QMM_TEST_EXPECT_ISA (set by scripts/test-arm64.sh for each
+ * emulated CPU) names the best level this machine must be detected at. */
 static void test_isa_env(void **state) {
     (void)state;
     qmm_context *ctx = NULL;
@@ -374,7 +414,22 @@ static void test_isa_env(void **state) {
     assert_int_equal(qmm_context_create(NULL, &ctx), QMM_ERR_INVALID_ARGUMENT);
     assert_null(ctx);
     assert_non_null(strstr(qmm_last_error(), "avx9000"));
+    static const char *const all_levels[] = {"avx2", "avx512", "amx", "neon", "dotprod", "i8mm"};
+    for (size_t i = 0; i < sizeof all_levels / sizeof all_levels[0]; i++) {
+        qmm_cpu_isa isa;
+        if (qmm_cpu_isa_from_name(all_levels[i], &isa) == QMM_OK) continue; /* this build's */
+        setenv("QMM_CPU_ISA", all_levels[i], 1);
+        assert_int_equal(qmm_context_create(NULL, &ctx), QMM_ERR_UNSUPPORTED);
+        assert_null(ctx);
+        assert_non_null(strstr(qmm_last_error(), all_levels[i]));
+    }
     unsetenv("QMM_CPU_ISA");
+    const char *expect = getenv("QMM_TEST_EXPECT_ISA");
+    if (expect != NULL && expect[0] != '\0') {
+        print_message("best ISA level detected: %s (expected %s)\n",
+                      qmm_cpu_isa_name(qmm_cpu_isa_best()), expect);
+        assert_string_equal(qmm_cpu_isa_name(qmm_cpu_isa_best()), expect);
+    }
     assert_int_equal(make_ctx(qmm_cpu_isa_best(), 0, &ctx), QMM_OK);
     qmm_context_free(ctx);
     for (int i = 0; i < QMM_CPU_ISA_COUNT; i++)
@@ -421,16 +476,39 @@ int main(void) {
         cmocka_unit_test(test_isa_env),
         cmocka_unit_test(test_avx_vnni_env),
         cmocka_unit_test(test_generic),
+#if defined(QMM_ARCH_X86_64)
         cmocka_unit_test(test_avx2),
         cmocka_unit_test(test_avx512),
         cmocka_unit_test(test_amx),
+#endif
+#if defined(QMM_ARCH_AARCH64)
+        cmocka_unit_test(test_neon),
+        cmocka_unit_test(test_dotprod),
+        cmocka_unit_test(test_i8mm),
+#endif
         cmocka_unit_test(test_invariant_generic),
+#if defined(QMM_ARCH_X86_64)
         cmocka_unit_test(test_invariant_avx512),
         cmocka_unit_test(test_invariant_amx),
+#endif
+#if defined(QMM_ARCH_AARCH64)
+        cmocka_unit_test(test_invariant_neon),
+        cmocka_unit_test(test_invariant_i8mm),
+#endif
         cmocka_unit_test(test_gemv_shapes_generic),
+#if defined(QMM_ARCH_X86_64)
         cmocka_unit_test(test_gemv_shapes_avx2),
         cmocka_unit_test(test_gemv_shapes_avx512),
         cmocka_unit_test(test_gemv_avx2_vs_avx512),
+#endif
+#if defined(QMM_ARCH_AARCH64)
+        cmocka_unit_test(test_gemv_shapes_neon),
+        cmocka_unit_test(test_gemv_shapes_i8mm),
+#endif
     };
+    /* QMM_TEST_ISA_ONLY: the detection and the override only (an emulated CPU checked for
+     * its best level, scripts/test-arm64.sh) */
+    const char *only = getenv("QMM_TEST_ISA_ONLY");
+    if (only != NULL && only[0] != '\0') cmocka_set_test_filter("test_isa_env");
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,7 +3,7 @@
  *
  * Skips (exit 77) when the library was built without CUDA or no GPU is usable.
  * QMM_TEST_CUDA_QUICK=1 runs a reduced set (for compute-sanitizer): fewer shapes and types,
- * 3 repeats instead of 100.
+ * 3 repeats instead of 100. QMM_TEST_CUDA_FILTER=<glob> runs the tests whose names match.
  *
  * Checks (every weight type of the type table): the dequantize kernel — and for unit-codec
  * types the generic codec decoder too — is bit-identical to the CPU on random bytes
@@ -13,6 +13,13 @@
  * new inputs; input produced on the caller's stream behind a slow kernel; batch invariance;
  * bad input rejected with Y untouched; weights beyond the f16 range refused by f16 paths;
  * every type x strategy x n in {1, 8, 9, 64, 512, 2048} on the LFM2.5-350M shapes (not quick).
+ * Residency (qmm_cache_policy, qmm_weights_memory): new weights hold their GGUF bytes only;
+ * each copy is made by the first call of its strategy, with the size the memory report gives;
+ * QMM_CACHE_NONE refuses the strategies that need a copy (Y untouched); auto never makes an
+ * f16 or fp8 copy under the default policy and keeps its copies within 2x the GGUF bytes;
+ * QMM_CACHE_LIMIT and _UNLIMITED choose by the bytes; out of device memory while making a copy
+ * (the device filled on purpose; not quick): QMM_ERR_OUT_OF_MEMORY for a forced strategy, the
+ * next choice for auto. qmm_graph_begin/end/replay, with the refusal of lazy work during capture.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -41,8 +48,8 @@ int main(void) {
 
 #include "cuda/cuda_internal.h"
 #include "formats/fp16.h"
-#if defined(__x86_64__)
 #include "cpu/cpu_features.h"
+#if defined(QMM_ARCH_X86_64)
 #include "cpu/x86/x86_kernels.h"
 #endif
 
@@ -222,14 +229,20 @@ static void problem_free(problem *p) {
     free(p->absr);
 }
 
-static qmm_context *cuda_context(unsigned flags, void *stream) {
+static qmm_context *cuda_context_cache(unsigned flags, void *stream, qmm_cache_policy cache, double limit) {
     qmm_context_params prm = qmm_context_default_params();
     prm.backend = QMM_BACKEND_CUDA;
     prm.flags = flags;
     prm.cuda_stream = stream;
+    prm.cache = cache;
+    prm.cache_limit = limit;
     qmm_context *ctx = NULL;
     QMM_OK_(qmm_context_create(&prm, &ctx));
     return ctx;
+}
+
+static qmm_context *cuda_context(unsigned flags, void *stream) {
+    return cuda_context_cache(flags, stream, QMM_CACHE_DEFAULT, 0.0);
 }
 
 /* Device copies of X (exact size (n-1)*ldx + k) and a poisoned Y (exact size (n-1)*ldy + m). */
@@ -439,7 +452,8 @@ static void test_matmul_all(void **state) {
     qmm_context_free(ctx);
 }
 
-/* The issue's matrix: every type x strategy (and auto) x n in {1, 8, 9, 64, 512, 2048} x the
+/* The issue's matrix: every type x strategy (and auto) x n in {1, 8, 9, 64, 512, 2048} (and for
+ * gemv, int8 and auto also n = 2, 16, 17, 65) x the
  * LFM2.5-350M shapes (m x k = 4608x1024, 1024x4608, 3072x1024, 1024x1024, 512x1024; the
  * presets of `qmm bench`) against the reference, X rows 16-byte aligned (ldx = k) as a model's
  * activations are, Y's padding poisoned. The tail shapes are test_matmul_all's. Not in quick
@@ -448,7 +462,7 @@ static void test_matmul_lfm(void **state) {
     (void)state;
     if (quick()) skip();
     static const int64_t shapes[][2] = {{4608, 1024}, {1024, 4608}, {3072, 1024}, {1024, 1024}, {512, 1024}};
-    static const int64_t ns[] = {1, 8, 9, 64, 512, 2048};
+    static const int64_t ns[] = {1, 2, 8, 9, 16, 17, 64, 65, 512, 2048};
     const int n_n = (int)(sizeof ns / sizeof ns[0]);
     tu_rng r = tu_rng_make(2026);
     qmm_context *ctx = cuda_context(0, NULL);
@@ -467,6 +481,10 @@ static void test_matmul_lfm(void **state) {
                 for (size_t si = 0; si <= N_STRATEGIES; si++) {
                     const qmm_strategy want = si < N_STRATEGIES ? k_strategies[si] : QMM_STRATEGY_AUTO;
                     if (strategy_skipped(want) || int8_refused(p.w.type, want)) continue;
+                    /* n = 2, 16, 17, 65: the native kernels' boundaries (gemv, int8, auto) */
+                    const bool extra_n = ns[ni] == 2 || ns[ni] == 16 || ns[ni] == 17 || ns[ni] == 65;
+                    if (extra_n && want != QMM_STRATEGY_GEMV && want != QMM_STRATEGY_INT8 && want != QMM_STRATEGY_AUTO)
+                        continue;
                     QMM_OK_(qmm_context_set_strategy(ctx, want));
                     qmm_strategy ran;
                     QMM_OK_(qmm_matmul_strategy(ctx, w, ns[ni], &ran));
@@ -481,7 +499,7 @@ static void test_matmul_lfm(void **state) {
             problem_free(&p);
         }
     }
-    print_message("test_matmul_lfm: %d checked runs (%d types x 5 shapes x 6 n)\n", runs, (int)N_TYPES);
+    print_message("test_matmul_lfm: %d checked runs (%d types x 5 shapes x 10 n)\n", runs, (int)N_TYPES);
     qmm_context_free(ctx);
 }
 
@@ -533,6 +551,14 @@ static void test_graph_capture(void **state) {
         dev_io_make(ctx, &p, p.n_max, &io[si]);
         dev_io_poison_y(ctx, &io[si]);
     }
+    /* The first call of a strategy on weights makes its copy (and may grow the workspace),
+     * which cannot happen during capture (test_graph_api): one call of each first. */
+    for (size_t si = 0; si < N_STRATEGIES; si++) {
+        if (strategy_skipped(k_strategies[si])) continue;
+        QMM_OK_(qmm_context_set_strategy(ctx, k_strategies[si]));
+        QMM_OK_(qmm_matmul(ctx, w, p.n_max, io[si].x, p.ldx, io[si].y, p.ldy));
+    }
+    CUDA_OK(cudaStreamSynchronize(s));
     cudaGraph_t graph;
     cudaGraphExec_t exec;
     CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
@@ -777,6 +803,441 @@ static void test_f16_range(void **state) {
     dev_io_poison_y(ctx, &io);
     QMM_OK_(qmm_matmul(ctx, w, p.n_max, io.x, p.ldx, io.y, p.ldy));
     check_y(ctx, &p, &io, p.n_max, got, "f16 range");
+    /* finite values beyond f16: fp8 (per-row scales) takes them */
+    if (g_fp8) {
+        QMM_OK_(qmm_context_set_strategy(ctx, QMM_STRATEGY_FP8));
+        QMM_OK_(qmm_matmul_strategy(ctx, w, 32, &got));
+    }
+    dev_io_free(ctx, &io);
+    qmm_weights_free(w);
+    /* a NaN element: every rounded path refused (the value check at creation), auto exact */
+    wv[7] = NAN;
+    QMM_OK_(qmm_weights_create(ctx, p.w.type, p.m, p.k, p.w.buf.data, p.w.row_stride, &w));
+    const qmm_strategy refused[] = {QMM_STRATEGY_CACHED_F16, QMM_STRATEGY_FUSED, QMM_STRATEGY_FP8};
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        QMM_OK_(qmm_context_set_strategy(ctx, refused[i]));
+        assert_int_equal(qmm_matmul_strategy(ctx, w, 32, &got), QMM_ERR_UNSUPPORTED);
+        if (refused[i] == QMM_STRATEGY_FP8 && g_fp8) assert_non_null(strstr(qmm_last_error(), "non-finite"));
+    }
+    QMM_OK_(qmm_context_set_strategy(ctx, QMM_STRATEGY_AUTO));
+    QMM_OK_(qmm_matmul_strategy(ctx, w, 32, &got));
+    assert_int_equal(got, QMM_STRATEGY_GEMV);
+    qmm_weights_free(w);
+    problem_free(&p);
+    qmm_context_free(ctx);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Residency: the cache policy, lazy copies, qmm_weights_memory, graphs (docs/CUDA.md "Memory")
+ * ------------------------------------------------------------------------------------- */
+
+/* Bytes of the int8 copy of m x k weights of type t (cuda_internal.h's layout). */
+static size_t int8_copy_bytes(qmm_type t, int64_t m, int64_t k) {
+    const int64_t m8 = qmm_cuda_int8_pad(m), k8 = qmm_cuda_int8_pad(k);
+    const size_t scales = (size_t)m8 * sizeof(float) * (size_t)(k8 / qmm_cuda_int8_sub_block(t));
+    return qmm_cuda_int8_quant_bytes(t, m8, k8) + scales * (qmm_cuda_int8_has_min(t) ? 2u : 1u);
+}
+
+static size_t fp8_copy_bytes(int64_t m, int64_t k) {
+    const size_t m_pad = (size_t)((m + 15) / 16 * 16), k_pad = (size_t)((k + 15) / 16 * 16);
+    return m_pad * k_pad + m_pad * sizeof(float);
+}
+
+static void check_resident(const qmm_weights *w, size_t f16, size_t fp8, size_t int8, const char *when) {
+    qmm_type t;
+    int64_t m, k;
+    qmm_weights_shape(w, &t, &m, &k);
+    size_t rb;
+    QMM_OK_(qmm_row_bytes(t, k, &rb));
+    qmm_weights_memory_info mi;
+    memset(&mi, 0xAB, sizeof mi);
+    QMM_OK_(qmm_weights_memory(w, &mi));
+    if (mi.backend != QMM_BACKEND_CUDA || mi.gguf_bytes != rb * (size_t)m || mi.repacked_bytes != 0 ||
+        mi.f16_bytes != f16 || mi.fp8_bytes != fp8 || mi.int8_bytes != int8 || mi.bf16_bytes != 0 ||
+        mi.total_bytes != mi.gguf_bytes + f16 + fp8 + int8)
+        fail_msg("%s: %s %lldx%lld: gguf %zu (want %zu) f16 %zu (want %zu) fp8 %zu (want %zu) int8 %zu "
+                 "(want %zu) repacked %zu bf16 %zu total %zu", when, qmm_type_name(t), (long long)m,
+                 (long long)k, mi.gguf_bytes, rb * (size_t)m, mi.f16_bytes, f16, mi.fp8_bytes, fp8,
+                 mi.int8_bytes, int8, mi.repacked_bytes, mi.bf16_bytes, mi.total_bytes);
+}
+
+/* New weights hold their GGUF bytes only; the first call of each strategy that reads a copy
+ * makes it (the report shows its size), a second call makes nothing more, results correct. */
+static void test_residency_lazy(void **state) {
+    (void)state;
+    const qmm_type types[] = {QMM_TYPE_Q4_K, QMM_TYPE_Q8_0, QMM_TYPE_F16, QMM_TYPE_IQ4_XS, QMM_TYPE_Q2_K};
+    tu_rng r = tu_rng_make(0x12e5);
+    qmm_context *ctx = cuda_context(0, NULL);
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        problem p;
+        problem_make(&p, types[ti], 300, k_of(types[ti], 1), 64, &r);
+        qmm_weights *w = NULL;
+        QMM_OK_(qmm_weights_create(ctx, p.w.type, p.m, p.k, p.w.buf.data, p.w.row_stride, &w));
+        check_resident(w, 0, 0, 0, "after creation");
+        dev_io io;
+        dev_io_make(ctx, &p, p.n_max, &io);
+        size_t f16 = 0, fp8 = 0, int8 = 0;
+        const qmm_strategy order[] = {QMM_STRATEGY_GEMV, QMM_STRATEGY_FUSED, QMM_STRATEGY_CACHED_F16,
+                                      QMM_STRATEGY_INT8, QMM_STRATEGY_FP8, QMM_STRATEGY_DEQUANT_SGEMM};
+        for (size_t si = 0; si < sizeof order / sizeof order[0]; si++) {
+            const qmm_strategy s = order[si];
+            if (strategy_skipped(s) || int8_refused(p.w.type, s)) continue;
+            QMM_OK_(qmm_context_set_strategy(ctx, s));
+            for (int call = 0; call < 2; call++) {
+                dev_io_poison_y(ctx, &io);
+                QMM_OK_(qmm_matmul(ctx, w, p.n_max, io.x, p.ldx, io.y, p.ldy));
+                check_y(ctx, &p, &io, p.n_max, s, call == 0 ? "first call (lazy copy)" : "second call");
+                if (s == QMM_STRATEGY_CACHED_F16) f16 = (size_t)p.m * (size_t)p.k * 2;
+                if (s == QMM_STRATEGY_INT8) int8 = int8_copy_bytes(p.w.type, p.m, p.k);
+                if (s == QMM_STRATEGY_FP8) fp8 = fp8_copy_bytes(p.m, p.k);
+                check_resident(w, f16, fp8, int8, qmm_strategy_name(s));
+            }
+        }
+        dev_io_free(ctx, &io);
+        qmm_weights_free(w);
+        problem_free(&p);
+    }
+    qmm_context_free(ctx);
+}
+
+/* QMM_CACHE_NONE: the strategies that read a copy are refused (the policy named, Y untouched),
+ * auto runs gemv or fused, nothing beyond the GGUF bytes is ever held. */
+static void test_cache_none(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(0xc0e);
+    qmm_context *ctx = cuda_context_cache(0, NULL, QMM_CACHE_NONE, 0.0);
+    problem p;
+    problem_make(&p, QMM_TYPE_Q4_0, 256, 512, 512, &r);
+    qmm_weights *w = NULL;
+    QMM_OK_(qmm_weights_create(ctx, p.w.type, p.m, p.k, p.w.buf.data, p.w.row_stride, &w));
+    dev_io io;
+    dev_io_make(ctx, &p, p.n_max, &io);
+    const qmm_strategy need_copy[] = {QMM_STRATEGY_CACHED_F16, QMM_STRATEGY_INT8, QMM_STRATEGY_FP8};
+    float *h = malloc(io.y_count * sizeof(float));
+    assert_non_null(h);
+    for (size_t i = 0; i < sizeof need_copy / sizeof need_copy[0]; i++) {
+        if (strategy_skipped(need_copy[i])) continue;
+        QMM_OK_(qmm_context_set_strategy(ctx, need_copy[i]));
+        qmm_strategy got;
+        assert_int_equal(qmm_matmul_strategy(ctx, w, 64, &got), QMM_ERR_UNSUPPORTED);
+        if (strstr(qmm_last_error(), "QMM_CACHE_NONE") == NULL)
+            fail_msg("%s under QMM_CACHE_NONE: the error does not name the policy: %s",
+                     qmm_strategy_name(need_copy[i]), qmm_last_error());
+        dev_io_poison_y(ctx, &io);
+        assert_int_equal(qmm_matmul(ctx, w, 64, io.x, p.ldx, io.y, p.ldy), QMM_ERR_UNSUPPORTED);
+        QMM_OK_(qmm_buffer_download(ctx, h, io.y, io.y_count * sizeof(float)));
+        if (!tu_all_poison(h, io.y_count)) fail_msg("%s refused but wrote Y", qmm_strategy_name(need_copy[i]));
+    }
+    free(h);
+    QMM_OK_(qmm_context_set_strategy(ctx, QMM_STRATEGY_AUTO));
+    const int64_t ns[] = {1, 2, 8, 9, 64, 512};
+    for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++) {
+        qmm_strategy got;
+        QMM_OK_(qmm_matmul_strategy(ctx, w, ns[ni], &got));
+        if (got != QMM_STRATEGY_GEMV && got != QMM_STRATEGY_FUSED)
+            fail_msg("auto under QMM_CACHE_NONE at n=%lld chose %s", (long long)ns[ni], qmm_strategy_name(got));
+        dev_io_poison_y(ctx, &io);
+        QMM_OK_(qmm_matmul(ctx, w, ns[ni], io.x, p.ldx, io.y, p.ldy));
+        check_y(ctx, &p, &io, ns[ni], got, "auto, QMM_CACHE_NONE");
+    }
+    /* the paths that read the GGUF bytes run */
+    const qmm_strategy ok[] = {QMM_STRATEGY_GEMV, QMM_STRATEGY_FUSED, QMM_STRATEGY_DEQUANT_SGEMM};
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        QMM_OK_(qmm_context_set_strategy(ctx, ok[i]));
+        dev_io_poison_y(ctx, &io);
+        QMM_OK_(qmm_matmul(ctx, w, 64, io.x, p.ldx, io.y, p.ldy));
+        check_y(ctx, &p, &io, 64, ok[i], "QMM_CACHE_NONE");
+    }
+    check_resident(w, 0, 0, 0, "QMM_CACHE_NONE after every call");
+    dev_io_free(ctx, &io);
+    qmm_weights_free(w);
+    problem_free(&p);
+    qmm_context_free(ctx);
+}
+
+/* The default policy: auto never makes an f16 or fp8 copy and never runs dequant_sgemm; its
+ * copies stay within 2x the GGUF bytes: gemv through n = 8, then int8 for q8_0 (a 1.06x
+ * copy at 256x1024) and q4_0 (nibbles: 1.11x), for every type a path that passes its
+ * limits. */
+static void test_auto_default_policy(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(0xa070);
+    qmm_context *ctx = cuda_context(0, NULL);
+    const int64_t ns[] = {1, 2, 8, 9, 64, 512};
+    const size_t n_n = sizeof ns / sizeof ns[0];
+    for (size_t ti = 0; ti < N_TYPES; ti++) {
+        const qmm_type t = k_types[ti];
+        if (quick() && t != QMM_TYPE_Q8_0 && t != QMM_TYPE_Q4_0 && t != QMM_TYPE_F16) continue;
+        const int64_t k = qmm_type_block_size(t) == 1 ? 1000 : 1024;
+        problem p;
+        problem_make(&p, t, 256, k, ns[n_n - 1], &r);
+        qmm_weights *w = NULL;
+        QMM_OK_(qmm_weights_create(ctx, p.w.type, p.m, p.k, p.w.buf.data, p.w.row_stride, &w));
+        dev_io io;
+        dev_io_make(ctx, &p, p.n_max, &io);
+        for (size_t ni = 0; ni < n_n; ni++) {
+            qmm_strategy got;
+            QMM_OK_(qmm_matmul_strategy(ctx, w, ns[ni], &got));
+            if (got == QMM_STRATEGY_CACHED_F16 || got == QMM_STRATEGY_FP8 || got == QMM_STRATEGY_DEQUANT_SGEMM)
+                fail_msg("auto under the default policy chose %s for %s n=%lld", qmm_strategy_name(got),
+                         qmm_type_name(t), (long long)ns[ni]);
+            const qmm_strategy want = ns[ni] <= 8 ? QMM_STRATEGY_GEMV
+                                      : t == QMM_TYPE_Q8_0 || t == QMM_TYPE_Q4_0 ? QMM_STRATEGY_INT8
+                                      : t == QMM_TYPE_F16 ? QMM_STRATEGY_FUSED : got;
+            if (got != want)
+                fail_msg("auto, default policy, %s 256x%lld n=%lld: %s, expected %s", qmm_type_name(t),
+                         (long long)k, (long long)ns[ni], qmm_strategy_name(got), qmm_strategy_name(want));
+            dev_io_poison_y(ctx, &io);
+            QMM_OK_(qmm_matmul(ctx, w, ns[ni], io.x, p.ldx, io.y, p.ldy));
+            check_y(ctx, &p, &io, ns[ni], got, "auto, default policy");
+            qmm_weights_memory_info mi;
+            QMM_OK_(qmm_weights_memory(w, &mi));
+            if (mi.f16_bytes != 0 || mi.fp8_bytes != 0 ||
+                (double)(mi.total_bytes - mi.gguf_bytes) > 2.0 * (double)mi.gguf_bytes)
+                fail_msg("auto, default policy, %s n=%lld: the weights hold f16 %zu, fp8 %zu, int8 %zu bytes "
+                         "for %zu GGUF bytes", qmm_type_name(t), (long long)ns[ni], mi.f16_bytes,
+                         mi.fp8_bytes, mi.int8_bytes, mi.gguf_bytes);
+        }
+        dev_io_free(ctx, &io);
+        qmm_weights_free(w);
+        problem_free(&p);
+    }
+    qmm_context_free(ctx);
+}
+
+/* QMM_CACHE_UNLIMITED: auto makes the f16 copy from n = 2 (gemv at n = 1). QMM_CACHE_LIMIT:
+ * copies within cache_limit x GGUF bytes, auto and forced alike (q4_0 256x1024: f16 3.56x,
+ * fp8 1.78x, int8 1.11x). */
+static void test_cache_limit_unlimited(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(0x1e7);
+    problem p;
+    problem_make(&p, QMM_TYPE_Q4_0, 256, 1024, 64, &r);
+    const size_t gguf = (size_t)p.m * p.w.row_bytes, f16 = (size_t)p.m * (size_t)p.k * 2;
+    const size_t fp8 = fp8_copy_bytes(p.m, p.k), int8 = int8_copy_bytes(QMM_TYPE_Q4_0, p.m, p.k);
+    assert_true((double)f16 > 3.5 * (double)gguf && (double)fp8 < 1.8 * (double)gguf && 9 * int8 == 10 * gguf);
+    struct {
+        qmm_cache_policy cache;
+        double limit;
+        qmm_strategy auto_n1, auto_n64; /* auto's choices */
+        qmm_strategy forced_refused;    /* a forced strategy beyond the limit (AUTO: none) */
+    } cases[] = {
+        {QMM_CACHE_UNLIMITED, 0.0, QMM_STRATEGY_GEMV, QMM_STRATEGY_CACHED_F16, QMM_STRATEGY_AUTO},
+        {QMM_CACHE_LIMIT, 4.0, QMM_STRATEGY_GEMV, QMM_STRATEGY_CACHED_F16, QMM_STRATEGY_AUTO},
+        {QMM_CACHE_LIMIT, 2.0, QMM_STRATEGY_GEMV, g_fp8 ? QMM_STRATEGY_FP8 : QMM_STRATEGY_INT8,
+         QMM_STRATEGY_CACHED_F16},
+        {QMM_CACHE_LIMIT, 1.0, QMM_STRATEGY_GEMV, QMM_STRATEGY_FUSED, QMM_STRATEGY_INT8},
+    };
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        qmm_context *ctx = cuda_context_cache(0, NULL, cases[ci].cache, cases[ci].limit);
+        qmm_weights *w = NULL;
+        QMM_OK_(qmm_weights_create(ctx, p.w.type, p.m, p.k, p.w.buf.data, p.w.row_stride, &w));
+        dev_io io;
+        dev_io_make(ctx, &p, p.n_max, &io);
+        const int64_t ns[] = {1, 64};
+        const qmm_strategy want[] = {cases[ci].auto_n1, cases[ci].auto_n64};
+        for (int i = 0; i < 2; i++) {
+            qmm_strategy got;
+            QMM_OK_(qmm_matmul_strategy(ctx, w, ns[i], &got));
+            if (got != want[i])
+                fail_msg("case %zu (policy %d, limit %g): auto at n=%lld chose %s, expected %s", ci,
+                         (int)cases[ci].cache, cases[ci].limit, (long long)ns[i], qmm_strategy_name(got),
+                         qmm_strategy_name(want[i]));
+            dev_io_poison_y(ctx, &io);
+            QMM_OK_(qmm_matmul(ctx, w, ns[i], io.x, p.ldx, io.y, p.ldy));
+            check_y(ctx, &p, &io, ns[i], got, "auto under a cache policy");
+        }
+        const qmm_strategy a = cases[ci].auto_n64;
+        check_resident(w, a == QMM_STRATEGY_CACHED_F16 ? f16 : 0, a == QMM_STRATEGY_FP8 ? fp8 : 0,
+                       a == QMM_STRATEGY_INT8 ? int8 : 0, "after auto");
+        if (cases[ci].forced_refused != QMM_STRATEGY_AUTO) {
+            QMM_OK_(qmm_context_set_strategy(ctx, cases[ci].forced_refused));
+            qmm_strategy got;
+            assert_int_equal(qmm_matmul_strategy(ctx, w, 64, &got), QMM_ERR_UNSUPPORTED);
+            if (strstr(qmm_last_error(), "cache_limit") == NULL)
+                fail_msg("case %zu: %s refused without naming the limit: %s", ci,
+                         qmm_strategy_name(cases[ci].forced_refused), qmm_last_error());
+        }
+        if (cases[ci].cache == QMM_CACHE_LIMIT && cases[ci].limit == 4.0 && g_fp8) {
+            /* f16 (3.56x) held: fp8 (1.78x) more would pass 4x */
+            QMM_OK_(qmm_context_set_strategy(ctx, QMM_STRATEGY_FP8));
+            qmm_strategy got;
+            assert_int_equal(qmm_matmul_strategy(ctx, w, 64, &got), QMM_ERR_UNSUPPORTED);
+        }
+        dev_io_free(ctx, &io);
+        qmm_weights_free(w);
+        qmm_context_free(ctx);
+    }
+    problem_free(&p);
+}
+
+/* qmm_graph_begin / _end / _replay: calls of several strategies recorded once, replayed on
+ * new X; misuse refused; during capture a forced strategy whose copy is not made yet is
+ * refused (nothing recorded), auto takes a path that needs nothing new, weights creation is
+ * refused. */
+static void test_graph_api(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(0x6a9);
+    qmm_context *ctx = cuda_context_cache(0, NULL, QMM_CACHE_UNLIMITED, 0.0);
+    double ms = -1.0;
+    assert_int_equal(qmm_graph_replay(ctx, 1, &ms), QMM_ERR_INVALID_ARGUMENT);
+    assert_int_equal(qmm_graph_end(ctx), QMM_ERR_INVALID_ARGUMENT);
+    problem p;
+    problem_make(&p, QMM_TYPE_Q5_K, 300, 512, 40, &r);
+    qmm_weights *w = NULL;
+    QMM_OK_(qmm_weights_create(ctx, p.w.type, p.m, p.k, p.w.buf.data, p.w.row_stride, &w));
+    const qmm_strategy strat[] = {QMM_STRATEGY_GEMV, QMM_STRATEGY_FUSED, QMM_STRATEGY_INT8,
+                                  QMM_STRATEGY_CACHED_F16, QMM_STRATEGY_AUTO};
+    enum { NS = sizeof strat / sizeof strat[0] };
+    dev_io io[NS];
+    for (int i = 0; i < NS; i++) {
+        dev_io_make(ctx, &p, p.n_max, &io[i]);
+        QMM_OK_(qmm_context_set_strategy(ctx, strat[i]));
+        QMM_OK_(qmm_matmul(ctx, w, p.n_max, io[i].x, p.ldx, io[i].y, p.ldy)); /* first calls */
+    }
+    QMM_OK_(qmm_graph_begin(ctx));
+    assert_int_equal(qmm_graph_begin(ctx), QMM_ERR_INVALID_ARGUMENT);
+    assert_int_equal(qmm_graph_replay(ctx, 1, &ms), QMM_ERR_INVALID_ARGUMENT);
+    for (int i = 0; i < NS; i++) {
+        QMM_OK_(qmm_context_set_strategy(ctx, strat[i]));
+        QMM_OK_(qmm_matmul(ctx, w, p.n_max, io[i].x, p.ldx, io[i].y, p.ldy));
+    }
+    /* lazy work during capture: refused for forced strategies, avoided by auto */
+    qmm_weights *w2 = NULL;
+    assert_int_equal(qmm_weights_create(ctx, p.w.type, p.m, p.k, p.w.buf.data, p.w.row_stride, &w2),
+                     QMM_ERR_UNSUPPORTED);
+    assert_null(w2);
+    QMM_OK_(qmm_graph_end(ctx));
+    QMM_OK_(qmm_weights_create(ctx, p.w.type, p.m, p.k, p.w.buf.data, p.w.row_stride, &w2));
+    dev_io io2;
+    dev_io_make(ctx, &p, p.n_max, &io2);
+    QMM_OK_(qmm_graph_begin(ctx));
+    const qmm_strategy lazy[] = {QMM_STRATEGY_CACHED_F16, QMM_STRATEGY_INT8, QMM_STRATEGY_FP8};
+    for (size_t i = 0; i < sizeof lazy / sizeof lazy[0]; i++) {
+        if (strategy_skipped(lazy[i])) continue;
+        QMM_OK_(qmm_context_set_strategy(ctx, lazy[i]));
+        assert_int_equal(qmm_matmul(ctx, w2, p.n_max, io2.x, p.ldx, io2.y, p.ldy), QMM_ERR_UNSUPPORTED);
+        if (strstr(qmm_last_error(), "before capturing") == NULL)
+            fail_msg("%s during capture: %s", qmm_strategy_name(lazy[i]), qmm_last_error());
+    }
+    QMM_OK_(qmm_context_set_strategy(ctx, QMM_STRATEGY_AUTO));
+    qmm_strategy in_capture;
+    QMM_OK_(qmm_matmul_strategy(ctx, w2, p.n_max, &in_capture));
+    assert_int_equal(in_capture, QMM_STRATEGY_FUSED); /* UNLIMITED would take cached_f16 */
+    QMM_OK_(qmm_matmul(ctx, w2, p.n_max, io2.x, p.ldx, io2.y, p.ldy));
+    QMM_OK_(qmm_graph_end(ctx));
+    check_resident(w2, 0, 0, 0, "after capture");
+    for (int round = 0; round < 2; round++) {
+        for (int64_t i = 0; i < p.n_max; i++) tu_fill_uniform(&r, p.x + i * p.ldx, (size_t)p.k, -2.0f, 2.0f);
+        QMM_OK_(reference(&p.w, p.n_max, p.x, p.ldx, p.ref));
+        problem_ref16(&p);
+        QMM_OK_(qmm_buffer_upload(ctx, io2.x, p.x, io2.x_count * sizeof(float)));
+        dev_io_poison_y(ctx, &io2);
+        QMM_OK_(qmm_graph_replay(ctx, 2, &ms));
+        assert_true(ms > 0.0);
+        check_y(ctx, &p, &io2, p.n_max, in_capture, "graph replay (auto in capture)");
+    }
+    /* out of the capture, auto makes its copy again */
+    qmm_strategy after;
+    QMM_OK_(qmm_matmul_strategy(ctx, w2, p.n_max, &after));
+    assert_int_equal(after, QMM_STRATEGY_CACHED_F16);
+    dev_io_free(ctx, &io2);
+    qmm_weights_free(w2);
+    /* the first graph again: new X, every strategy's output */
+    QMM_OK_(qmm_graph_begin(ctx));
+    for (int i = 0; i < NS; i++) {
+        QMM_OK_(qmm_context_set_strategy(ctx, strat[i]));
+        QMM_OK_(qmm_matmul(ctx, w, p.n_max, io[i].x, p.ldx, io[i].y, p.ldy));
+    }
+    QMM_OK_(qmm_graph_end(ctx));
+    for (int64_t i = 0; i < p.n_max; i++) tu_fill_uniform(&r, p.x + i * p.ldx, (size_t)p.k, -2.0f, 2.0f);
+    QMM_OK_(reference(&p.w, p.n_max, p.x, p.ldx, p.ref));
+    problem_ref16(&p);
+    for (int i = 0; i < NS; i++) {
+        QMM_OK_(qmm_buffer_upload(ctx, io[i].x, p.x, io[i].x_count * sizeof(float)));
+        dev_io_poison_y(ctx, &io[i]);
+    }
+    QMM_OK_(qmm_graph_replay(ctx, 1, &ms));
+    for (int i = 0; i < NS; i++) {
+        qmm_strategy ran = strat[i];
+        if (ran == QMM_STRATEGY_AUTO) {
+            QMM_OK_(qmm_context_set_strategy(ctx, QMM_STRATEGY_AUTO));
+            QMM_OK_(qmm_matmul_strategy(ctx, w, p.n_max, &ran));
+        }
+        check_y(ctx, &p, &io[i], p.n_max, ran, "graph replay");
+        dev_io_free(ctx, &io[i]);
+    }
+    qmm_weights_free(w);
+    problem_free(&p);
+    qmm_context_free(ctx);
+}
+
+/* Out of device memory while making a copy (the device filled with allocations on purpose):
+ * a forced strategy returns QMM_ERR_OUT_OF_MEMORY naming the copy, Y untouched, nothing kept;
+ * auto takes its next choice (down to fused) with a correct result and keeps it; once memory
+ * is free again the forced strategy makes its copy. Not in quick mode. */
+static void test_lazy_copy_oom(void **state) {
+    (void)state;
+    if (quick()) skip();
+    tu_rng r = tu_rng_make(0x00e);
+    qmm_context *ctx = cuda_context_cache(0, NULL, QMM_CACHE_UNLIMITED, 0.0);
+    problem p;
+    problem_make(&p, QMM_TYPE_Q4_0, 4096, 8192, 64, &r);
+    qmm_weights *w = NULL;
+    QMM_OK_(qmm_weights_create(ctx, p.w.type, p.m, p.k, p.w.buf.data, p.w.row_stride, &w));
+    dev_io io;
+    dev_io_make(ctx, &p, p.n_max, &io);
+    /* dequant_sgemm first: the workspace grows to m*k*4 (128 MiB), more than cached_f16, fp8 and
+     * int8 need, so below only the copies themselves run out */
+    QMM_OK_(qmm_context_set_strategy(ctx, QMM_STRATEGY_DEQUANT_SGEMM));
+    QMM_OK_(qmm_matmul(ctx, w, p.n_max, io.x, p.ldx, io.y, p.ldy));
+    QMM_OK_(qmm_context_synchronize(ctx));
+    enum { MAX_HOG = 4096 };
+    void **hog = calloc(MAX_HOG, sizeof *hog);
+    assert_non_null(hog);
+    int n_hog = 0;
+    for (size_t chunk = (size_t)1 << 30; chunk >= ((size_t)4 << 20); chunk /= 4)
+        while (n_hog < MAX_HOG && cudaMalloc(&hog[n_hog], chunk) == cudaSuccess) n_hog++;
+    (void)cudaGetLastError();
+    size_t free_b = 0, total_b = 0;
+    CUDA_OK(cudaMemGetInfo(&free_b, &total_b));
+    print_message("test_lazy_copy_oom: %d allocations hold the device, %zu bytes free of %zu\n", n_hog,
+                  free_b, total_b);
+    QMM_OK_(qmm_context_set_strategy(ctx, QMM_STRATEGY_CACHED_F16));
+    dev_io_poison_y(ctx, &io);
+    const qmm_status st = qmm_matmul(ctx, w, p.n_max, io.x, p.ldx, io.y, p.ldy);
+    char err[512];
+    snprintf(err, sizeof err, "%s", qmm_last_error());
+    float *h = malloc(io.y_count * sizeof(float));
+    assert_non_null(h);
+    QMM_OK_(qmm_buffer_download(ctx, h, io.y, io.y_count * sizeof(float)));
+    const bool y_untouched = tu_all_poison(h, io.y_count);
+    free(h);
+    /* auto: cached_f16, fp8, int8 all out of memory -> fused */
+    QMM_OK_(qmm_context_set_strategy(ctx, QMM_STRATEGY_AUTO));
+    dev_io_poison_y(ctx, &io);
+    const qmm_status st_auto = qmm_matmul(ctx, w, p.n_max, io.x, p.ldx, io.y, p.ldy);
+    qmm_strategy after = QMM_STRATEGY_AUTO;
+    const qmm_status st_path = qmm_matmul_strategy(ctx, w, p.n_max, &after);
+    qmm_weights_memory_info mi;
+    QMM_OK_(qmm_weights_memory(w, &mi));
+    for (int i = 0; i < n_hog; i++) cudaFree(hog[i]);
+    free(hog);
+    /* checks after the device is free again (a failed check must not leave it full) */
+    if (st != QMM_ERR_OUT_OF_MEMORY || strstr(err, "making the f16 copy") == NULL)
+        fail_msg("forced cached_f16 with the device full: %s: %s", qmm_status_str(st), err);
+    assert_true(y_untouched);
+    QMM_OK_(st_auto);
+    QMM_OK_(st_path);
+    assert_int_equal(after, QMM_STRATEGY_FUSED);
+    check_y(ctx, &p, &io, p.n_max, QMM_STRATEGY_FUSED, "auto after running out of memory");
+    if (mi.total_bytes != mi.gguf_bytes) fail_msg("copies kept after out of memory: %zu bytes", mi.total_bytes);
+    /* memory back: the forced strategy makes its copy; auto keeps its fallback for these weights */
+    QMM_OK_(qmm_context_set_strategy(ctx, QMM_STRATEGY_CACHED_F16));
+    dev_io_poison_y(ctx, &io);
+    QMM_OK_(qmm_matmul(ctx, w, p.n_max, io.x, p.ldx, io.y, p.ldy));
+    check_y(ctx, &p, &io, p.n_max, QMM_STRATEGY_CACHED_F16, "cached_f16 after memory came back");
+    check_resident(w, (size_t)p.m * (size_t)p.k * 2, 0, 0, "cached_f16 after memory came back");
     dev_io_free(ctx, &io);
     qmm_weights_free(w);
     problem_free(&p);
@@ -934,7 +1395,7 @@ static void test_int8_quantizer_rule(void **state) {
             }
     }
     assert_true(ties > 100);
-#if defined(__x86_64__)
+#if defined(QMM_ARCH_X86_64)
     if (qmm_cpu_isa_supported(QMM_CPU_ISA_AVX512)) {
         for (int64_t j = 0; j < n; j++) {
             int8_rule_row(x + j * ldx, k, cq, cd, cs, cs16);
@@ -1078,6 +1539,157 @@ static void test_int8_q8_0_minus128(void **state) {
     qmm_context_free(ctx);
 }
 
+/* The int8 order (int8.cu, docs/CUDA.md "int8") emulated on the CPU from the repacked values
+ * in plain order (qmm_cuda_int8_pack_rows) and X quantized by the plain-C rule: per chunk of 16
+ * blocks p = fmaf((float)isum, dx * d_w, p) (+ fmaf(s, mn_w, p)) from 0, y = p_0 + p_1 + ...
+ * Rows 0..n-1 of x (stride ldx), result yo[j * m + i]. */
+static void int8_order_emulate(qmm_type t, int64_t m, int64_t k, int64_t m_pad, int64_t k_pad, const int8_t *wq,
+                               const float *wd, const float *wm, int64_t n, const float *x, int64_t ldx, float *yo) {
+    const int G = qmm_cuda_int8_sub_block(t);
+    const bool mn = qmm_cuda_int8_has_min(t);
+    const int64_t nblk = k / 32;
+    int8_t *q = malloc((size_t)k);
+    float *dx = malloc((size_t)nblk * sizeof(float)), *s = malloc((size_t)nblk * sizeof(float));
+    float *s16 = malloc((size_t)(2 * nblk) * sizeof(float));
+    assert_true(q && dx && s && s16);
+    (void)k_pad;
+    for (int64_t j = 0; j < n; j++) {
+        int8_rule_row(x + j * ldx, k, q, dx, s, s16);
+        for (int64_t i = 0; i < m; i++) {
+            const int8_t *wr = wq + i * k_pad;
+            float y = 0.0f;
+            for (int64_t c0 = 0; c0 < nblk; c0 += 16) {
+                float p = 0.0f;
+                for (int64_t c = c0; c < nblk && c < c0 + 16; c++) {
+                    for (int h = 0; h < 32 / G; h++) {
+                        int32_t isum = 0;
+                        for (int e = G * h; e < G * (h + 1); e++) isum += (int32_t)wr[32 * c + e] * (int32_t)q[32 * c + e];
+                        const int64_t sub = c * (32 / G) + h;
+                        const float scale = dx[c] * wd[sub * m_pad + i];
+                        p = fmaf((float)isum, scale, p);
+                        if (mn) p = fmaf(G == 32 ? s[c] : s16[sub], wm[sub * m_pad + i], p);
+                    }
+                }
+                y = c0 == 0 ? p : y + p;
+            }
+            yo[j * m + i] = y;
+        }
+    }
+    free(q);
+    free(dx);
+    free(s);
+    free(s16);
+}
+
+/* Every int8 kernel (the skinny kernel for n <= 8, each GEMM tile configuration with and
+ * without split-k, and the heuristic's choice) computes the int8 order bit for bit: every
+ * quantized type, m with tails (45, 130, 257), k of one, several and many chunks (with a
+ * padding block for the legacy types), n in {1, 2, 8, 9, 16, 17, 64, 65, 130}, and the LFM
+ * shapes 4608x1024 and 1024x4608 for q4_0, q4_K, q6_K; Y padding intact. This is what pins
+ * the fragment-order repack, the nibble expansion, the scale permutation, the epilogue and
+ * the split-k reduction. */
+static void test_int8_order_exact(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(144);
+    qmm_context *ctx = cuda_context(0, NULL);
+    static const int64_t ns[] = {1, 2, 8, 9, 16, 17, 64, 65, 130};
+    const int n_n = quick() ? 5 : (int)(sizeof ns / sizeof ns[0]);
+    int runs = 0;
+    for (size_t ti = 0; ti < N_TYPES; ti++) {
+        const qmm_type t = k_types[ti];
+        if (!qmm_cuda_int8_has_type(t)) continue;
+        const bool kq = qmm_type_block_size(t) == 256;
+        const bool lfm = !quick() && (t == QMM_TYPE_Q4_0 || t == QMM_TYPE_Q4_K || t == QMM_TYPE_Q6_K);
+        const int64_t shapes[][2] = {{45, kq ? 256 : 96},   {130, kq ? 768 : 800}, {257, kq ? 2304 : 1056},
+                                     {4608, 1024},          {1024, 4608}};
+        const int n_shapes = lfm ? 5 : quick() ? 2 : 3;
+        for (int shi = 0; shi < n_shapes; shi++) {
+            const int64_t m = shapes[shi][0], k = shapes[shi][1];
+            const int64_t n_max = shi >= 3 ? 65 : ns[n_n - 1];
+            const int64_t m_pad = qmm_cuda_int8_pad(m), k_pad = qmm_cuda_int8_pad(k);
+            const int G = qmm_cuda_int8_sub_block(t);
+            tu_weights tw;
+            QMM_OK_(tu_weights_make(&tw, t, m, k, 16, &r));
+            const int64_t ldx = k + 5, ldy = m + 3;
+            float *x = malloc((size_t)(n_max * ldx) * sizeof(float));
+            float *want = malloc((size_t)(n_max * m) * sizeof(float));
+            int8_t *hq = malloc((size_t)(m_pad * k_pad));
+            float *hd = malloc((size_t)(k_pad / G * m_pad) * sizeof(float));
+            float *hm = malloc((size_t)(k_pad / G * m_pad) * sizeof(float));
+            assert_true(x && want && hq && hd && hm);
+            tu_poison_fill(x, (size_t)(n_max * ldx));
+            for (int64_t j = 0; j < n_max; j++) tu_fill_uniform(&r, x + j * ldx, (size_t)k, -1.0f, 1.0f);
+            /* the repacked values in plain order */
+            void *dw, *dq, *dd, *dm;
+            QMM_OK_(qmm_buffer_alloc(ctx, tw.row_bytes * (size_t)m, &dw));
+            QMM_OK_(qmm_buffer_alloc(ctx, (size_t)(m_pad * k_pad), &dq));
+            QMM_OK_(qmm_buffer_alloc(ctx, (size_t)(k_pad / G * m_pad) * sizeof(float), &dd));
+            QMM_OK_(qmm_buffer_alloc(ctx, (size_t)(k_pad / G * m_pad) * sizeof(float), &dm));
+            for (int64_t i = 0; i < m; i++)
+                CUDA_OK(cudaMemcpy((uint8_t *)dw + (size_t)i * tw.row_bytes, tw.buf.data + (size_t)i * tw.row_stride,
+                                   tw.row_bytes, cudaMemcpyHostToDevice));
+            CUDA_OK(qmm_cuda_int8_pack_rows(t, dw, tw.row_bytes, m, k, m_pad, k_pad, dq, dd,
+                                            qmm_cuda_int8_has_min(t) ? dm : NULL, 0));
+            CUDA_OK(cudaDeviceSynchronize());
+            QMM_OK_(qmm_buffer_download(ctx, hq, dq, (size_t)(m_pad * k_pad)));
+            QMM_OK_(qmm_buffer_download(ctx, hd, dd, (size_t)(k_pad / G * m_pad) * sizeof(float)));
+            if (qmm_cuda_int8_has_min(t))
+                QMM_OK_(qmm_buffer_download(ctx, hm, dm, (size_t)(k_pad / G * m_pad) * sizeof(float)));
+            qmm_buffer_free(ctx, dw);
+            qmm_buffer_free(ctx, dq);
+            qmm_buffer_free(ctx, dd);
+            qmm_buffer_free(ctx, dm);
+            int8_order_emulate(t, m, k, m_pad, k_pad, hq, hd, hm, n_max, x, ldx, want);
+            qmm_weights *w = NULL;
+            QMM_OK_(qmm_weights_create(ctx, t, m, k, tw.buf.data, tw.row_stride, &w));
+            QMM_OK_(qmm_context_set_strategy(ctx, QMM_STRATEGY_INT8));
+            float *dxx, *dyy;
+            const size_t yc = (size_t)((n_max - 1) * ldy + m);
+            QMM_OK_(qmm_buffer_alloc(ctx, (size_t)((n_max - 1) * ldx + k) * sizeof(float), (void **)&dxx));
+            QMM_OK_(qmm_buffer_alloc(ctx, yc * sizeof(float), (void **)&dyy));
+            QMM_OK_(qmm_buffer_upload(ctx, dxx, x, (size_t)((n_max - 1) * ldx + k) * sizeof(float)));
+            float *h = malloc(yc * sizeof(float));
+            assert_non_null(h);
+            for (int ni = 0; ni < n_n && ns[ni] <= n_max; ni++) {
+                const int64_t n = ns[ni];
+                /* (cfg, split): the heuristic's, then every forced one (the skinny kernel
+                 * takes only the split) */
+                for (int v = -1; v < (n <= 8 ? 2 : 6); v++) {
+                    qmm_cuda_int8_force(v < 0 ? -1 : n <= 8 ? 0 : v / 2, v < 0 ? -1 : v % 2);
+                    tu_poison_fill(h, yc);
+                    QMM_OK_(qmm_buffer_upload(ctx, dyy, h, yc * sizeof(float)));
+                    QMM_OK_(qmm_matmul(ctx, w, n, dxx, ldx, dyy, ldy));
+                    QMM_OK_(qmm_buffer_download(ctx, h, dyy, yc * sizeof(float)));
+                    qmm_cuda_int8_force(-1, -1);
+                    if (!tu_padding_intact(h, n, m, ldy))
+                        fail_msg("int8 order %s m=%lld k=%lld n=%lld (variant %d): Y padding written",
+                                 qmm_type_name(t), (long long)m, (long long)k, (long long)n, v);
+                    for (int64_t j = 0; j < n; j++)
+                        for (int64_t i = 0; i < m; i++)
+                            if (!same_bits(h[j * ldy + i], want[j * m + i]))
+                                fail_msg("int8 order %s m=%lld k=%lld n=%lld (variant %d): y[%lld][%lld] = %a, "
+                                         "the int8 order gives %a", qmm_type_name(t), (long long)m, (long long)k,
+                                         (long long)n, v, (long long)j, (long long)i, (double)h[j * ldy + i],
+                                         (double)want[j * m + i]);
+                    runs++;
+                }
+            }
+            free(h);
+            qmm_buffer_free(ctx, dxx);
+            qmm_buffer_free(ctx, dyy);
+            qmm_weights_free(w);
+            tu_weights_free(&tw);
+            free(x);
+            free(want);
+            free(hq);
+            free(hd);
+            free(hm);
+        }
+    }
+    print_message("test_int8_order_exact: %d runs bit-identical to the int8 order\n", runs);
+    qmm_context_free(ctx);
+}
+
 /* CASES D: X = 127 * identity (n = k rows): the block holding element e quantizes to dx = 1,
  * q = 127 there and zero blocks elsewhere, so Y[e][i] = 127 * W[i][e] up to the rounding of the
  * scale and min terms (a few ulps of the sub-block's magnitude): any nibble order, high bit,
@@ -1152,6 +1764,10 @@ int main(void) {
     printf("test_cuda: %d weight types:", (int)N_TYPES);
     for (size_t i = 0; i < N_TYPES; i++) printf(" %s", qmm_type_name(k_types[i]));
     printf("\n");
+    /* QMM_TEST_CUDA_FILTER=<glob>: only the tests whose names match (cmocka's filter), e.g.
+     * "test_*cache*" */
+    const char *filter = getenv("QMM_TEST_CUDA_FILTER");
+    if (filter != NULL && filter[0] != '\0') cmocka_set_test_filter(filter);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dequantize_bit_exact),
         cmocka_unit_test(test_bad_input),
@@ -1164,9 +1780,16 @@ int main(void) {
         cmocka_unit_test(test_int8_large_activations),
         cmocka_unit_test(test_int8_q8_0_minus128),
         cmocka_unit_test(test_int8_identity_probe),
+        cmocka_unit_test(test_int8_order_exact),
         cmocka_unit_test(test_matmul_all),
         cmocka_unit_test(test_matmul_lfm),
         cmocka_unit_test(test_large_extents),
+        cmocka_unit_test(test_residency_lazy),
+        cmocka_unit_test(test_cache_none),
+        cmocka_unit_test(test_auto_default_policy),
+        cmocka_unit_test(test_cache_limit_unlimited),
+        cmocka_unit_test(test_graph_api),
+        cmocka_unit_test(test_lazy_copy_oom),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,12 +11,12 @@
  * random valid blocks where there is no reference quantizer, plus every E8M0 scale byte of
  * mxfp4 up to 239 (rows of neighbouring exponents) and every UE4M3 byte of nvfp4; a type
  * the type table does not know yet is skipped with a message.
- * Every test runs once per ISA configuration this machine has (QMM_CPU_ISA, QMM_CPU_AVXVNNI):
+ * Every test runs once per ISA configuration this machine has (QMM_CPU_ISA, QMM_CPU_AVX_VNNI):
  *   amx            int8_amx: the VNNI gemv up to its max_n, AMX above (and for every n with
  *                  QMM_FLAG_BATCH_INVARIANT);
  *   avx512         int8_avx512: the AVX-512 VNNI gemv for every n;
  *   avx2+avx-vnni  int8_avx2 on vpdpbusd (ymm), where the CPU has AVX-VNNI;
- *   avx2           int8_avx2 on vpmaddubsw + vpmaddwd (QMM_CPU_AVXVNNI=off on such a CPU).
+ *   avx2           int8_avx2 on vpmaddubsw + vpmaddwd (QMM_CPU_AVX_VNNI=off on such a CPU).
  * Below amx the plain and the batch-invariant context run the same gemv, so their Y must be
  * the same bits at every n, and where the CPU has AVX-512 the level's kernel must give the
  * AVX-512 kernel's bits (one order for all int8 gemv kernels). Skipped (77) without AVX2.
@@ -72,7 +72,7 @@ typedef void (*gemv_fn)(qmm_type, int64_t, int64_t, const unsigned char *, size_
 typedef struct level {
     const char *name;
     const char *isa;   /* QMM_CPU_ISA */
-    const char *vnni;  /* QMM_CPU_AVXVNNI, or NULL */
+    const char *vnni;  /* QMM_CPU_AVX_VNNI, or NULL */
     bool amx;          /* AMX above the gemv's max_n */
     gemv_fn gemv;      /* the gemv kernel the level runs */
 } level;
@@ -82,10 +82,10 @@ static const level *g_level;
 /* A context of the current level (the environment set around its creation). */
 static qmm_status level_ctx(const qmm_context_params *p, qmm_context **out) {
     setenv("QMM_CPU_ISA", g_level->isa, 1);
-    if (g_level->vnni) setenv("QMM_CPU_AVXVNNI", g_level->vnni, 1);
+    if (g_level->vnni) setenv("QMM_CPU_AVX_VNNI", g_level->vnni, 1);
     const qmm_status st = qmm_context_create(p, out);
     unsetenv("QMM_CPU_ISA");
-    unsetenv("QMM_CPU_AVXVNNI");
+    unsetenv("QMM_CPU_AVX_VNNI");
     return st;
 }
 

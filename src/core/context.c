@@ -1,4 +1,5 @@
 /* context.c — contexts, weights and matmul: argument checks, then the backend. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,6 +41,7 @@ const char *qmm_backend_name(qmm_backend b) {
     switch (b) {
     case QMM_BACKEND_CPU: return "cpu";
     case QMM_BACKEND_CUDA: return "cuda";
+    case QMM_BACKEND_WEBGPU: return "webgpu";
     }
     return NULL;
 }
@@ -48,23 +50,32 @@ static const qmm_backend_ops *backend_ops(qmm_backend b) {
     switch (b) {
     case QMM_BACKEND_CPU: return &qmm_cpu_backend_ops;
     case QMM_BACKEND_CUDA: return qmm_cuda_backend_ops();
+    case QMM_BACKEND_WEBGPU: return qmm_webgpu_backend_ops();
     }
     return NULL;
 }
 
-bool qmm_backend_available(qmm_backend b) {
-    if (b == QMM_BACKEND_CPU) return true;
-    if (b != QMM_BACKEND_CUDA || backend_ops(b) == NULL) return false;
-    /* A probe context tells whether a device is usable. */
+qmm_status qmm_backend_check(qmm_backend b) {
+    if (b == QMM_BACKEND_CPU) return QMM_OK;
+    if (b != QMM_BACKEND_CUDA && b != QMM_BACKEND_WEBGPU)
+        return qmm_error(QMM_ERR_INVALID_ARGUMENT, "unknown backend %d", (int)b);
+    /* A probe context tells whether a device is usable (QMM_STRATEGY must not matter). */
     qmm_context_params p = qmm_context_default_params();
     p.backend = b;
-    p.strategy = QMM_STRATEGY_AUTO;
+    p.strategy = QMM_STRATEGY_GEMV;
     qmm_context *ctx = NULL;
+    qmm_status st = qmm_context_create(&p, &ctx);
+    qmm_context_free(ctx);
+    return st;
+}
+
+bool qmm_backend_available(qmm_backend b) {
+    if (b == QMM_BACKEND_CPU) return true;
+    if ((b != QMM_BACKEND_CUDA && b != QMM_BACKEND_WEBGPU) || backend_ops(b) == NULL) return false;
     char saved[1024];
     strncpy(saved, qmm_last_error(), sizeof saved - 1);
     saved[sizeof saved - 1] = 0;
-    qmm_status st = qmm_context_create(&p, &ctx);
-    qmm_context_free(ctx);
+    qmm_status st = qmm_backend_check(b);
     if (st != QMM_OK) qmm_error(QMM_OK, "%s", saved); /* a probe leaves no error behind */
     return st == QMM_OK;
 }
@@ -75,9 +86,14 @@ qmm_context_params qmm_context_default_params(void) {
     p.backend = QMM_BACKEND_CPU;
     p.n_threads = 0;
     p.strategy = QMM_STRATEGY_AUTO;
+    p.tune_file = NULL;
     p.flags = 0;
     p.cuda_device = 0;
     p.cuda_stream = NULL;
+    p.cache = QMM_CACHE_DEFAULT;
+    p.cache_limit = 0.0;
+    p.webgpu_device = NULL;
+    p.webgpu_queue = NULL;
     return p;
 }
 
@@ -85,8 +101,11 @@ qmm_status qmm_context_create(const qmm_context_params *params, qmm_context **ou
     if (out == NULL) return qmm_error(QMM_ERR_INVALID_ARGUMENT, "qmm_context_create: out is NULL");
     qmm_context_params p = params ? *params : qmm_context_default_params();
     const qmm_backend_ops *ops = backend_ops(p.backend);
-    if (p.backend != QMM_BACKEND_CPU && p.backend != QMM_BACKEND_CUDA)
+    if (p.backend != QMM_BACKEND_CPU && p.backend != QMM_BACKEND_CUDA && p.backend != QMM_BACKEND_WEBGPU)
         return qmm_error(QMM_ERR_INVALID_ARGUMENT, "unknown backend %d", (int)p.backend);
+    if (p.backend != QMM_BACKEND_WEBGPU && (p.webgpu_device != NULL || p.webgpu_queue != NULL))
+        return qmm_error(QMM_ERR_INVALID_ARGUMENT, "webgpu_device/webgpu_queue are given for a %s "
+                         "context (they belong to QMM_BACKEND_WEBGPU)", qmm_backend_name(p.backend));
     if (ops == NULL)
         return qmm_error(QMM_ERR_UNSUPPORTED, "backend '%s' was not built into this libqmm",
                          qmm_backend_name(p.backend));
@@ -96,6 +115,15 @@ qmm_status qmm_context_create(const qmm_context_params *params, qmm_context **ou
         return qmm_error(QMM_ERR_INVALID_ARGUMENT, "unknown strategy %d", (int)p.strategy);
     if (p.flags & ~(unsigned)(QMM_FLAG_BATCH_INVARIANT | QMM_FLAG_VALIDATE))
         return qmm_error(QMM_ERR_INVALID_ARGUMENT, "unknown flags 0x%x", p.flags);
+    if ((int)p.cache < QMM_CACHE_DEFAULT || p.cache > QMM_CACHE_UNLIMITED)
+        return qmm_error(QMM_ERR_INVALID_ARGUMENT, "unknown cache policy %d (expected "
+                         "QMM_CACHE_DEFAULT, _NONE, _LIMIT or _UNLIMITED)", (int)p.cache);
+    if (!(p.cache_limit >= 0.0 && p.cache_limit <= 1e12)) /* also false for NaN */
+        return qmm_error(QMM_ERR_INVALID_ARGUMENT, "cache_limit (%g) must be a finite number >= 0",
+                         p.cache_limit);
+    if (p.cache != QMM_CACHE_LIMIT && p.cache_limit != 0.0)
+        return qmm_error(QMM_ERR_INVALID_ARGUMENT, "cache_limit (%g) is only meaningful with "
+                         "QMM_CACHE_LIMIT; it must be 0 with another policy", p.cache_limit);
     if (p.strategy == QMM_STRATEGY_AUTO) {
         const char *env = getenv("QMM_STRATEGY");
         if (env != NULL) {
@@ -106,12 +134,29 @@ qmm_status qmm_context_create(const qmm_context_params *params, qmm_context **ou
             p.strategy = s;
         }
     }
+    /* Tuning files are read by the CPU backend only (docs/TUNING.md). */
+    if (p.tune_file != NULL && p.tune_file[0] != '\0' && p.backend != QMM_BACKEND_CPU)
+        return qmm_error(QMM_ERR_UNSUPPORTED, "tune_file '%s': the %s backend reads no tuning "
+                         "file (not yet implemented; only cpu does)", p.tune_file,
+                         qmm_backend_name(p.backend));
     qmm_context *ctx = calloc(1, sizeof *ctx);
     if (ctx == NULL) return qmm_error(QMM_ERR_OUT_OF_MEMORY, "qmm_context_create: out of memory");
+    if (p.tune_file != NULL) {
+        ctx->tune_file = strdup(p.tune_file);
+        if (ctx->tune_file == NULL) {
+            free(ctx);
+            return qmm_error(QMM_ERR_OUT_OF_MEMORY, "qmm_context_create: out of memory");
+        }
+        p.tune_file = ctx->tune_file;
+    }
     ctx->params = p;
     ctx->ops = ops;
-    qmm_status st = ops->context_init(ctx); /* resolves n_threads */
+    ctx->tuning.state = QMM_TUNING_NONE;
+    snprintf(ctx->tuning.reason, sizeof ctx->tuning.reason, "no tuning file (the %s backend "
+             "reads none yet: its compiled-in thresholds)", ops->name);
+    qmm_status st = ops->context_init(ctx); /* resolves n_threads; the CPU reads its tuning */
     if (st != QMM_OK) {
+        free(ctx->tune_file);
         free(ctx);
         return st;
     }
@@ -122,7 +167,16 @@ qmm_status qmm_context_create(const qmm_context_params *params, qmm_context **ou
 void qmm_context_free(qmm_context *ctx) {
     if (ctx == NULL) return;
     ctx->ops->context_release(ctx);
+    free(ctx->tune_file);
     free(ctx);
+}
+
+qmm_status qmm_context_tuning(const qmm_context *ctx, qmm_tuning_info *out) {
+    if (ctx == NULL || out == NULL)
+        return qmm_error(QMM_ERR_INVALID_ARGUMENT, "qmm_context_tuning: %s is NULL",
+                         ctx == NULL ? "ctx" : "out");
+    *out = ctx->tuning;
+    return QMM_OK;
 }
 
 qmm_context_params qmm_context_get_params(const qmm_context *ctx) {
@@ -202,6 +256,22 @@ void qmm_weights_shape(const qmm_weights *w, qmm_type *type, int64_t *m, int64_t
     if (type) *type = w->type;
     if (m) *m = w->m;
     if (k) *k = w->k;
+}
+
+qmm_status qmm_weights_memory(const qmm_weights *w, qmm_weights_memory_info *out) {
+    if (w == NULL || out == NULL)
+        return qmm_error(QMM_ERR_INVALID_ARGUMENT, "qmm_weights_memory: %s is NULL",
+                         w == NULL ? "w" : "out");
+    qmm_weights_memory_info info;
+    memset(&info, 0, sizeof info);
+    info.backend = w->ctx->params.backend;
+    if (w->ctx->ops->weights_memory != NULL) w->ctx->ops->weights_memory(w, &info);
+    else if (!qmm_mul_size((size_t)w->m, w->row_bytes, &info.gguf_bytes))
+        info.gguf_bytes = SIZE_MAX; /* cannot happen: creation checked m x row_bytes */
+    info.total_bytes = info.gguf_bytes + info.repacked_bytes + info.f16_bytes + info.fp8_bytes +
+                       info.int8_bytes + info.bf16_bytes;
+    *out = info;
+    return QMM_OK;
 }
 
 qmm_status qmm_matmul_strategy(const qmm_context *ctx, const qmm_weights *w, int64_t n,
@@ -286,6 +356,33 @@ qmm_status qmm_timer_end(qmm_context *ctx, double *ms) {
     return ctx->ops->timer_end(ctx, ms);
 }
 
+static qmm_status no_graphs(const qmm_context *ctx, const char *fn) {
+    return qmm_error(QMM_ERR_UNSUPPORTED, "%s: the %s backend has no graphs (time its calls with "
+                     "qmm_timer_begin / qmm_timer_end)", fn, ctx->ops->name);
+}
+
+qmm_status qmm_graph_begin(qmm_context *ctx) {
+    if (ctx == NULL) return qmm_error(QMM_ERR_INVALID_ARGUMENT, "qmm_graph_begin: ctx is NULL");
+    if (ctx->ops->graph_begin == NULL) return no_graphs(ctx, "qmm_graph_begin");
+    return ctx->ops->graph_begin(ctx);
+}
+
+qmm_status qmm_graph_end(qmm_context *ctx) {
+    if (ctx == NULL) return qmm_error(QMM_ERR_INVALID_ARGUMENT, "qmm_graph_end: ctx is NULL");
+    if (ctx->ops->graph_end == NULL) return no_graphs(ctx, "qmm_graph_end");
+    return ctx->ops->graph_end(ctx);
+}
+
+qmm_status qmm_graph_replay(qmm_context *ctx, int64_t times, double *ms) {
+    if (ctx == NULL || ms == NULL)
+        return qmm_error(QMM_ERR_INVALID_ARGUMENT, "qmm_graph_replay: NULL argument");
+    if (times < 1)
+        return qmm_error(QMM_ERR_INVALID_ARGUMENT, "qmm_graph_replay: times (%lld) must be >= 1",
+                         (long long)times);
+    if (ctx->ops->graph_replay == NULL) return no_graphs(ctx, "qmm_graph_replay");
+    return ctx->ops->graph_replay(ctx, times, ms);
+}
+
 void qmm_precision_limits(qmm_precision precision, double *max_nmse, double *max_rel_err) {
     double nmse, rel;
     switch (precision) {
@@ -310,6 +407,12 @@ qmm_status qmm_matmul_path(const qmm_context *ctx, const qmm_weights *w, int64_t
     p.precision = QMM_PRECISION_F32;
     st = ctx->ops->describe(ctx, w, n, s, &p.kernel, &p.precision);
     if (st != QMM_OK) return st;
+    p.auto_table = NULL;
+    if (ctx->params.strategy == QMM_STRATEGY_AUTO)
+        p.auto_table = ctx->ops->auto_table != NULL ? ctx->ops->auto_table(ctx, w, n)
+                       : ctx->params.backend == QMM_BACKEND_CUDA
+                           ? "compiled-in thresholds of the cuda backend"
+                           : "compiled-in thresholds";
     qmm_precision_limits(p.precision, &p.max_nmse, &p.max_rel_err);
     *out = p;
     return QMM_OK;

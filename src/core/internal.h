@@ -44,6 +44,9 @@ struct qmm_context {
     qmm_context_params params;  /* resolved: n_threads >= 1, strategy after QMM_STRATEGY */
     const qmm_backend_ops *ops; /* the backend's functions */
     void *backend;              /* backend-owned state (streams, handles, workspaces) */
+    char *tune_file;            /* the context's copy of params.tune_file (params points here) */
+    qmm_tuning_info tuning;     /* the tuning file in use, set by the backend's context_init
+                                 * through qmm_tuning_load (core/tuning.h) */
 };
 
 struct qmm_weights {
@@ -72,6 +75,9 @@ struct qmm_backend_ops {
     /* Name and precision class of the kernel a resolved strategy runs for these weights. */
     qmm_status (*describe)(const qmm_context *ctx, const qmm_weights *w, int64_t n,
                            qmm_strategy resolved, const char **kernel, qmm_precision *precision);
+    /* Optional (NULL: "compiled-in thresholds of the <name> backend"): which table an AUTO
+     * choice for these weights and n comes from, a string valid while the context lives. */
+    const char *(*auto_table)(const qmm_context *ctx, const qmm_weights *w, int64_t n);
     qmm_status (*matmul)(qmm_context *ctx, const qmm_weights *w, qmm_strategy strategy,
                          int64_t n, const float *x, int64_t ldx, float *y, int64_t ldy);
     /* Memory in the backend's space and ordering/timing on its stream. */
@@ -84,10 +90,18 @@ struct qmm_backend_ops {
     qmm_status (*timer_end)(qmm_context *ctx, double *ms);
     /* Optional (NULL: QMM_ERR_UNSUPPORTED): the accelerator's description (qmm.h). */
     qmm_status (*device_info)(qmm_context *ctx, qmm_device_info *out);
+    /* What the weights hold (qmm_weights_memory): *out zeroed by the core, backend set. */
+    void (*weights_memory)(const qmm_weights *w, qmm_weights_memory_info *out);
+    /* Optional (NULL: QMM_ERR_UNSUPPORTED): graph capture and replay (qmm_graph_*); times >= 1. */
+    qmm_status (*graph_begin)(qmm_context *ctx);
+    qmm_status (*graph_end)(qmm_context *ctx);
+    qmm_status (*graph_replay)(qmm_context *ctx, int64_t times, double *ms);
 };
 
 extern const qmm_backend_ops qmm_cpu_backend_ops;
 /* NULL when built without CUDA. */
 const qmm_backend_ops *qmm_cuda_backend_ops(void);
+/* NULL when built without WebGPU. */
+const qmm_backend_ops *qmm_webgpu_backend_ops(void);
 
 #endif /* QMM_CORE_INTERNAL_H */

@@ -1,5 +1,7 @@
 /*
- * auto_table.c — the data `auto` reads on the CPU (qmm_cpu_auto_row, cpu_internal.h).
+ * auto_table.c — the data `auto` reads on the CPU (qmm_cpu_auto_row, cpu_internal.h), and
+ * the lookup, which takes the rows of a tuning file made on this machine (auto_tuned.c,
+ * docs/TUNING.md) before these.
  *
  * The amx rows were measured on a 2-core Sapphire Rapids VM (2 threads, quiet machine, every
  * row verified; the numbers are in docs/PERF.md, "CPU"), with
@@ -14,7 +16,7 @@
  * the largest n where gemv beat fused.
  *
  * The avx2 rows were measured on the same Sapphire Rapids VM forced to level avx2 with AVX-VNNI
- * off (QMM_CPU_ISA=avx2 QMM_CPU_AVXVNNI=off: the vpmaddubsw int8 kernels of an AVX2-only CPU;
+ * off (QMM_CPU_ISA=avx2 QMM_CPU_AVX_VNNI=off: the vpmaddubsw int8 kernels of an AVX2-only CPU;
  * AVX-VNNI only makes int8 faster), not on an AVX2-only machine, 2 threads, while the machine
  * was loaded by other jobs (load average 7-17): `qmm bench` medians were multiples of the
  * scheduler tick, so the best of 9-15 interleaved calls (dev/int8_ab.c, W rotated over 2-8
@@ -24,13 +26,23 @@
  *   int8_ab q4_1,q5_0,q5_1,q2_K,q3_K,iq4_nl,mxfp4,nvfp4 4608x1024,1024x4608 1,4,16,64,128
  *           gemv=avx2:off:gemv,int8=avx2:off:int8,fused=avx2:off:fused 9 2 4
  *   int8_ab <all 14 types> 4608x1024 256,512 int8=avx2:off:int8,fused=avx2:off:fused 3-5 2 2
- * (the numbers: bench/results/2026-12-01-spr-avx2-int8.md). The int8 gemv beat gemv_avx2 and
+ * (the numbers: bench/results/cpu-spr-avx2-int8.md). The int8 gemv beat gemv_avx2 and
  * fused_portable at every n measured, 1..512, by 1.5-2x at n = 128..512 (fused_portable is the
  * only fused path at avx2), so int8 runs n = 1..512; n > 512 was not measured. gemv_max_n (gemv
  * vs fused above that) is the largest n of those grids where gemv_avx2 beat fused_portable on
  * both shapes. Types without an int8 kernel at avx2 take the default row; measured the same way
  * for f32, f16, bf16 (gemv_avx2 ahead of fused_portable through n = 4-8) and iq2_xxs, iq3_s,
  * tq2_0 (gemv_portable and fused_portable within noise of each other for n <= 32), it stays.
+ *
+ * The avx2 rows of f32, f16, bf16 (gemv_avx2 vs fused_avx2, the same summation order) were
+ * measured on the same VM at QMM_CPU_ISA=avx2 while other work loaded it (load average 9-15),
+ * so by CPU time per call with the two strategies alternated in one process, 1 thread:
+ *   QMM_CPU_ISA=avx2 build/cpu_ab TYPE M K N gemv,fused 9 1 (dev/cpu_ab.c)   for TYPE in f32, f16, bf16,
+ *   M x K in 4608x1024, 1024x4608, 512x1024, N in 2, 4, 5, 6, 8, 16, 32
+ * (bench/results/cpu-spr-avx2-fused.md has the numbers): gemv was faster through n = 5
+ * on 4608x1024 and 1024x4608, fused from n = 6 (on 512x1024, whose W stays in L2, from n = 4).
+ * The other avx2 types and the avx512 level have no measured row yet: the default row (gemv
+ * through n = 8, the decode regime) stands until they do.
  */
 #include "cpu/cpu_internal.h"
 
@@ -38,6 +50,7 @@
 
 static const qmm_cpu_auto_row auto_rows[] = {
     /* isa, type, int8_min_n, int8_max_n, gemv_max_n */
+#if defined(QMM_ARCH_X86_64)
     {QMM_CPU_ISA_AMX, QMM_TYPE_F32, NO_INT8, 8},
     {QMM_CPU_ISA_AMX, QMM_TYPE_F16, NO_INT8, 0},
     {QMM_CPU_ISA_AMX, QMM_TYPE_BF16, NO_INT8, 0},
@@ -72,6 +85,12 @@ static const qmm_cpu_auto_row auto_rows[] = {
     {QMM_CPU_ISA_AVX2, QMM_TYPE_IQ4_XS, 1, 512, 32},
     {QMM_CPU_ISA_AVX2, QMM_TYPE_MXFP4, 1, 512, 16},
     {QMM_CPU_ISA_AVX2, QMM_TYPE_NVFP4, 1, 512, 16},
+    /* avx2, float weights (above) */
+    {QMM_CPU_ISA_AVX2, QMM_TYPE_F32, NO_INT8, 5},
+    {QMM_CPU_ISA_AVX2, QMM_TYPE_F16, NO_INT8, 5},
+    {QMM_CPU_ISA_AVX2, QMM_TYPE_BF16, NO_INT8, 5},
+#endif
+    {QMM_CPU_ISA_GENERIC, QMM_TYPE_COUNT, NO_INT8, 8}, /* none: the table is never empty */
 };
 /* The codebook rows (iq4_nl, iq4_xs, mxfp4, nvfp4): the strategies called alternately in one
  * process, and
@@ -85,11 +104,39 @@ static const qmm_cpu_auto_row auto_rows[] = {
  * int8 kernel: gemv (gemv_avx2 for f32, f16, bf16; gemv_portable for the rest) through n = 8,
  * then fused_portable; avx512 without AMX has no measured rows (int8 only when asked). */
 static qmm_cpu_auto_row default_row(qmm_cpu_isa isa, qmm_type type) {
+#if defined(QMM_ARCH_X86_64)
     return (qmm_cpu_auto_row){isa, type, NO_INT8, isa >= QMM_CPU_ISA_AMX ? 0 : 8};
+#else
+    return (qmm_cpu_auto_row){isa, type, NO_INT8, 8};
+#endif
 }
 
-qmm_cpu_auto_row qmm_cpu_auto_lookup(qmm_cpu_isa isa, qmm_type type) {
+/* Whether tuned row `t` is for `type` with a shape class that holds m x k. */
+static bool tuned_row_holds(const qmm_cpu_auto_tuned_row *t, qmm_type type, int64_t m,
+                            int64_t k) {
+    return t->row.type == type && (t->m_min == 0 || m >= t->m_min) &&
+           (t->m_max == 0 || m <= t->m_max) && (t->k_min == 0 || k >= t->k_min) &&
+           (t->k_max == 0 || k <= t->k_max);
+}
+
+qmm_cpu_auto_row qmm_cpu_auto_lookup(const qmm_cpu_auto_rows *tuned, qmm_cpu_isa isa,
+                                     qmm_type type, int64_t m, int64_t k, bool *from_file) {
+    if (from_file != NULL) *from_file = false;
+    for (size_t i = 0; tuned != NULL && i < tuned->count; i++)
+        if (tuned_row_holds(&tuned->rows[i], type, m, k)) {
+            if (from_file != NULL) *from_file = true;
+            qmm_cpu_auto_row r = tuned->rows[i].row;
+            r.isa = isa;
+            return r;
+        }
     for (size_t i = 0; i < sizeof auto_rows / sizeof auto_rows[0]; i++)
         if (auto_rows[i].isa == isa && auto_rows[i].type == type) return auto_rows[i];
     return default_row(isa, type);
+}
+
+const char *qmm_cpu_auto_compiled_name(qmm_cpu_isa isa) {
+    static const char *const names[QMM_CPU_ISA_COUNT] = {
+        "compiled-in table for generic", "compiled-in table for avx2",
+        "compiled-in table for avx512", "compiled-in table for amx"};
+    return (int)isa >= 0 && isa < QMM_CPU_ISA_COUNT ? names[isa] : "compiled-in table";
 }

@@ -2,42 +2,55 @@
  * backend.c — the CPU backend: contexts (threads, scratch), packed weights, strategy table
  * and dispatch, host buffers and the monotonic timer.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "core/tuning.h"
 #include "cpu/cpu_internal.h"
+#if defined(QMM_ARCH_X86_64)
 #include "cpu/x86/x86_backend.h"
+#endif
 
 /* ---------------------------------------------------------------------------------------
  * The strategy table: the ONE place a CPU strategy implementation is registered. resolve()
  * takes the first entry of the requested strategy whose supports() accepts; ISA-specific
- * entries (src/cpu/x86/) go before the portable entry of the same strategy.
+ * entries (src/cpu/x86/, src/cpu/arm/: compiled for their architecture only) go before the
+ * portable entry of the same strategy.
  * ------------------------------------------------------------------------------------- */
 
 static const qmm_cpu_impl cpu_impls[] = {
     /* strategy, name, min ISA, types (NULL = all), extra conditions, run, precision, kernel_for */
     {QMM_STRATEGY_REF, "ref", QMM_CPU_ISA_GENERIC, NULL, NULL, qmm_cpu_matmul_ref,
      QMM_PRECISION_F32, NULL},
+#if defined(QMM_ARCH_X86_64)
     {QMM_STRATEGY_GEMV, "gemv_avx512", QMM_CPU_ISA_AVX512, qmm_x86_gemv_avx512_has_type, NULL,
      qmm_cpu_x86_matmul_gemv_avx512, QMM_PRECISION_F32, NULL},
     {QMM_STRATEGY_GEMV, "gemv_avx2", QMM_CPU_ISA_AVX2, qmm_x86_gemv_avx2_has_type, NULL,
      qmm_cpu_x86_matmul_gemv_avx2, QMM_PRECISION_F32, NULL},
+#endif
     {QMM_STRATEGY_GEMV, "gemv_portable", QMM_CPU_ISA_GENERIC, NULL, NULL, qmm_cpu_matmul_gemv,
      QMM_PRECISION_F32, NULL},
+#if defined(QMM_ARCH_X86_64)
     {QMM_STRATEGY_FUSED, "fused_amx_bf16x3", QMM_CPU_ISA_AMX, qmm_cpu_x86_fused_amx_f32_has_type,
      NULL, qmm_cpu_x86_matmul_fused_amx, QMM_PRECISION_F32, NULL},
     {QMM_STRATEGY_FUSED, "fused_amx_bf16", QMM_CPU_ISA_AMX, qmm_cpu_x86_fused_amx_has_type, NULL,
      qmm_cpu_x86_matmul_fused_amx, QMM_PRECISION_HALF, NULL},
+    {QMM_STRATEGY_FUSED, "fused_avx2", QMM_CPU_ISA_AVX2, NULL, NULL,
+     qmm_cpu_x86_matmul_fused_avx2, QMM_PRECISION_F32, qmm_cpu_x86_fused_avx2_kernel},
+#endif
     {QMM_STRATEGY_FUSED, "fused_portable", QMM_CPU_ISA_GENERIC, NULL, NULL, qmm_cpu_matmul_fused,
      QMM_PRECISION_F32, NULL},
+#if defined(QMM_ARCH_X86_64)
     {QMM_STRATEGY_INT8, "int8_amx", QMM_CPU_ISA_AMX, qmm_x86_gemv_int8_avx512_has_type, NULL,
      qmm_cpu_x86_matmul_int8_amx, QMM_PRECISION_INT8, qmm_cpu_x86_int8_kernel},
     {QMM_STRATEGY_INT8, "int8_avx512", QMM_CPU_ISA_AVX512, qmm_x86_gemv_int8_avx512_has_type,
      NULL, qmm_cpu_x86_matmul_int8_avx2, QMM_PRECISION_INT8, qmm_cpu_x86_int8_avx2_kernel},
     {QMM_STRATEGY_INT8, "int8_avx2", QMM_CPU_ISA_AVX2, qmm_x86_gemv_int8_avx2_has_type, NULL,
      qmm_cpu_x86_matmul_int8_avx2, QMM_PRECISION_INT8, qmm_cpu_x86_int8_avx2_kernel},
+#endif
     {QMM_STRATEGY_DEQUANT_SGEMM, "dequant_sgemm_openblas", QMM_CPU_ISA_GENERIC, NULL,
      qmm_cpu_dequant_sgemm_supports, qmm_cpu_matmul_dequant_sgemm, QMM_PRECISION_F32, NULL},
 };
@@ -55,9 +68,13 @@ static const qmm_cpu_impl *find_impl(const qmm_context *ctx, qmm_type type, qmm_
         const qmm_cpu_impl *im = &cpu_impls[i];
         if (im->strategy != s) continue;
         if (ctx_isa(ctx) < im->min_isa) {
-            *why = s == QMM_STRATEGY_INT8
-                       ? "the context's ISA level is below avx2 (there is no portable int8 kernel)"
-                       : "the context's ISA level is below what its kernels need";
+            *why = "the context's ISA level is below what its kernels need";
+#if defined(QMM_ARCH_X86_64)
+            if (s == QMM_STRATEGY_INT8)
+                *why = im->min_isa == QMM_CPU_ISA_AMX
+                           ? "the context's ISA level is below amx (int8 needs AMX-INT8)"
+                           : "the context's ISA level is below avx2 (int8 needs AVX2)";
+#endif
             continue;
         }
         if (im->has_type != NULL && !im->has_type(type)) {
@@ -134,13 +151,34 @@ static qmm_status cpu_context_init(qmm_context *ctx) {
         free(slots);
         return isa_status;
     }
+    /* The tuning file for this identity (core/tuning.h): an error only when one was named. */
+    const qmm_tuning_identity ident = {.backend = "cpu", .device_key = "cpu",
+                                       .device = qmm_cpu_brand(), .level_key = "isa",
+                                       .level = qmm_cpu_isa_name(st->isa), .threads = nt};
+    qmm_status tune_status = qmm_tuning_load(ctx->params.tune_file, &ident,
+                                             qmm_cpu_auto_rows_parse, &st->tuned, &ctx->tuning);
+    if (tune_status == QMM_OK && ctx->tuning.state == QMM_TUNING_APPLIED) {
+        const size_t len = strlen(ctx->tuning.path) + sizeof "tuning file ";
+        st->tuned_name = malloc(len);
+        if (st->tuned_name == NULL)
+            tune_status = qmm_error(QMM_ERR_OUT_OF_MEMORY, "CPU context: out of memory");
+        else
+            snprintf(st->tuned_name, len, "tuning file %s", ctx->tuning.path);
+    }
+    if (tune_status != QMM_OK) {
+        qmm_cpu_auto_rows_free(&st->tuned);
+        free(st);
+        free(slots);
+        return tune_status;
+    }
     st->n_threads = nt;
     st->per_thread = slots;
     st->panel = qmm_cpu_panel_f32_select(st->isa);
     ctx->params.n_threads = nt;
     ctx->backend = st;
-    qmm_log(1, "cpu backend: %d threads, f32 panel kernel '%s', ISA level %s%s", nt,
-            st->panel->name, qmm_cpu_isa_name(st->isa), st->avx_vnni ? " with AVX-VNNI" : "");
+    qmm_log(1, "cpu backend: %d threads, f32 panel kernel '%s', ISA level %s%s; auto: %s", nt,
+            st->panel->name, qmm_cpu_isa_name(st->isa), st->avx_vnni ? " with AVX-VNNI" : "",
+            st->tuned_name ? st->tuned_name : qmm_cpu_auto_compiled_name(st->isa));
     return QMM_OK;
 }
 
@@ -150,6 +188,8 @@ static void cpu_context_release(qmm_context *ctx) {
     for (int i = 0; i < st->n_threads; i++) free(st->per_thread[i].ptr);
     free(st->per_thread);
     free(st->shared.ptr);
+    qmm_cpu_auto_rows_free(&st->tuned);
+    free(st->tuned_name);
     free(st);
     ctx->backend = NULL;
 }
@@ -176,7 +216,10 @@ static qmm_status cpu_weights_init(qmm_context *ctx, qmm_weights *w, const void 
     cw->data = buf;
     cw->stride = stride;
     w->backend = cw;
-    qmm_status s = qmm_cpu_x86_weights_init(ctx, w);
+    qmm_status s = QMM_OK;
+#if defined(QMM_ARCH_X86_64)
+    s = qmm_cpu_x86_weights_init(ctx, w);
+#endif
     if (s != QMM_OK) {
         free(buf);
         free(cw);
@@ -185,10 +228,18 @@ static qmm_status cpu_weights_init(qmm_context *ctx, qmm_weights *w, const void 
     return s;
 }
 
+static void cpu_weights_memory(const qmm_weights *w, qmm_weights_memory_info *out) {
+    const qmm_cpu_weights *cw = w->backend;
+    out->gguf_bytes = cw->stride * (size_t)w->m;
+    qmm_cpu_x86_weights_memory(w, out);
+}
+
 static void cpu_weights_release(qmm_weights *w) {
     qmm_cpu_weights *cw = w->backend;
     if (cw == NULL) return;
+#if defined(QMM_ARCH_X86_64)
     qmm_cpu_x86_weights_release(w);
+#endif
     free(cw->data);
     free(cw);
     w->backend = NULL;
@@ -205,7 +256,9 @@ static qmm_status cpu_resolve(const qmm_context *ctx, const qmm_weights *w, int6
     const bool one_path = (ctx->params.flags & QMM_FLAG_BATCH_INVARIANT) != 0;
     if (s == QMM_STRATEGY_AUTO) {
         const char *why_not;
-        const qmm_cpu_auto_row a = qmm_cpu_auto_lookup(ctx_isa(ctx), w->type);
+        const qmm_cpu_state *st = ctx->backend;
+        const qmm_cpu_auto_row a =
+            qmm_cpu_auto_lookup(&st->tuned, st->isa, w->type, w->m, w->k, NULL);
         if (!one_path && n >= a.int8_min_n && n <= a.int8_max_n &&
             find_impl(ctx, w->type, QMM_STRATEGY_INT8, &why_not) != NULL)
             s = QMM_STRATEGY_INT8;
@@ -232,6 +285,16 @@ static qmm_status cpu_describe(const qmm_context *ctx, const qmm_weights *w, int
     *kernel = impl->kernel_for != NULL ? impl->kernel_for(ctx, w->type, n) : impl->name;
     *precision = impl->precision;
     return QMM_OK;
+}
+
+static const char *cpu_auto_table(const qmm_context *ctx, const qmm_weights *w, int64_t n) {
+    (void)n;
+    const qmm_cpu_state *st = ctx->backend;
+    if (ctx->params.flags & QMM_FLAG_BATCH_INVARIANT)
+        return "none (batch-invariant: fused for every n)";
+    bool from_file = false;
+    qmm_cpu_auto_lookup(&st->tuned, st->isa, w->type, w->m, w->k, &from_file);
+    return from_file ? st->tuned_name : qmm_cpu_auto_compiled_name(st->isa);
 }
 
 static qmm_status cpu_matmul(qmm_context *ctx, const qmm_weights *w, qmm_strategy strategy,
@@ -301,6 +364,7 @@ const qmm_backend_ops qmm_cpu_backend_ops = {
     .weights_release = cpu_weights_release,
     .resolve = cpu_resolve,
     .describe = cpu_describe,
+    .auto_table = cpu_auto_table,
     .matmul = cpu_matmul,
     .buffer_alloc = cpu_buffer_alloc,
     .buffer_free = cpu_buffer_free,
@@ -309,4 +373,5 @@ const qmm_backend_ops qmm_cpu_backend_ops = {
     .synchronize = cpu_synchronize,
     .timer_begin = cpu_timer_begin,
     .timer_end = cpu_timer_end,
+    .weights_memory = cpu_weights_memory,
 };

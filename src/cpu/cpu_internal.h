@@ -55,7 +55,35 @@ typedef struct qmm_cpu_auto_row {
     int64_t gemv_max_n;
 } qmm_cpu_auto_row;
 
-qmm_cpu_auto_row qmm_cpu_auto_lookup(qmm_cpu_isa isa, qmm_type type);
+/* A row of a tuning file made on this machine (auto_tuned.c, docs/TUNING.md): a row keyed by
+ * a shape class too, the box m_min <= m <= m_max, k_min <= k <= k_max of W shapes (all four
+ * 0: every shape). */
+typedef struct qmm_cpu_auto_tuned_row {
+    qmm_cpu_auto_row row;
+    int64_t m_min, m_max, k_min, k_max;
+} qmm_cpu_auto_tuned_row;
+
+/* The rows of a tuning file (all of the context's ISA level), in the file's order. */
+typedef struct qmm_cpu_auto_rows {
+    qmm_cpu_auto_tuned_row *rows;
+    size_t count;
+} qmm_cpu_auto_rows;
+
+/*
+ * The row `auto` uses for weights of `type` and shape m x k at level `isa`: the first row of
+ * `tuned` (NULL or empty: none) of that type whose shape class holds m x k; else the
+ * compiled-in row of (isa, type); else the level's default row. *from_file (may be NULL) tells
+ * whether the row came from `tuned`.
+ */
+qmm_cpu_auto_row qmm_cpu_auto_lookup(const qmm_cpu_auto_rows *tuned, qmm_cpu_isa isa,
+                                     qmm_type type, int64_t m, int64_t k, bool *from_file);
+/* "compiled-in table for <level>" (static storage). */
+const char *qmm_cpu_auto_compiled_name(qmm_cpu_isa isa);
+/* The tuning file's rows parser (a qmm_tuning_rows_fn, core/tuning.h; `out` is a
+ * qmm_cpu_auto_rows, whose rows' isa the caller sets), and freeing what it made. */
+struct cJSON;
+qmm_status qmm_cpu_auto_rows_parse(const struct cJSON *rows, void *out, char *why, size_t why_len);
+void qmm_cpu_auto_rows_free(qmm_cpu_auto_rows *rows);
 
 /* The fixed lane-reduction tree of the panel order. */
 static inline float qmm_cpu_lane_reduce(const float a[QMM_CPU_LANES]) {
@@ -117,6 +145,8 @@ typedef struct qmm_cpu_state {
     const qmm_cpu_panel_f32_kernel *panel; /* chosen at context creation */
     double timer_start_ms;      /* qmm_timer_begin's clock reading */
     qmm_cpu_isa isa;            /* ISA level, chosen at creation (QMM_CPU_ISA or best) */
+    qmm_cpu_auto_rows tuned;    /* rows of the tuning file in use (count 0: none) */
+    char *tuned_name;           /* "tuning file PATH" when rows came from one, else NULL */
     bool avx_vnni;              /* the AVX-VNNI kernels may run (qmm_cpu_avx_vnni_select) */
 } qmm_cpu_state;
 

@@ -8,7 +8,9 @@
  * No reassociation happens: the compiler keeps every lane's adds in order (no -ffast-math).
  */
 #include "cpu/cpu_internal.h"
+#if defined(QMM_ARCH_X86_64)
 #include "cpu/x86/panel_f32_avx2.h"
+#endif
 
 /* Add panel dots of one X row with four W rows (w0..w3) into out[0..3]. */
 static void dot_1x4(int64_t len, const float *restrict x, const float *restrict w0,
@@ -70,13 +72,17 @@ void qmm_cpu_panel_f32_portable(int64_t mr, int64_t nr, int64_t len, const float
     }
 }
 
+#if defined(QMM_ARCH_X86_64)
 /* The AVX2 kernel runs at levels avx2 and above (the context checked the CPU has them). */
 static bool at_least_avx2(qmm_cpu_isa isa) { return isa >= QMM_CPU_ISA_AVX2; }
+#endif
 
 /* Best first. ISA kernels (src/cpu/x86/panel_f32_avx2.c, ...) are added above "portable". */
 static const qmm_cpu_panel_f32_kernel panel_kernels[] = {
+#if defined(QMM_ARCH_X86_64)
     {.name = "avx2", .available = at_least_avx2, .exact_order = true,
      .run = qmm_cpu_panel_f32_avx2},
+#endif
     {.name = "portable", .available = NULL, .exact_order = true,
      .run = qmm_cpu_panel_f32_portable},
 };

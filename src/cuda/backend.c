@@ -1,11 +1,14 @@
 /*
- * backend.c — the CUDA backend: context (device, stream, cuBLAS handle, workspaces), weights
- * (upload, f16 cache), strategy resolution and the matmul strategies that call cuBLAS.
+ * backend.c — the CUDA backend: context (device, stream, cuBLAS handle, workspace), weights
+ * (upload, value check, the copies of W made on first use under the cache policy), strategy
+ * resolution (auto: src/cuda/auto_table.c), the matmul strategies that call cuBLAS, graph
+ * capture and replay.
  *
- * Rules kept here (docs/CUDA.md): all work is ordered on the context's stream; qmm_matmul
- * allocates nothing, never synchronizes the host and copies nothing between host and device,
- * so it can be captured in a CUDA graph; every CUDA/cuBLAS status is checked and returned as
- * QMM_ERR_BACKEND with the library's error text.
+ * Rules kept here (docs/CUDA.md): all work is ordered on the context's stream; once the copy
+ * and the workspace a strategy needs for given weights exist (made by its first call: "Lazy
+ * copies" below), qmm_matmul allocates nothing, never synchronizes the host and copies nothing
+ * between host and device, so it can be captured in a CUDA graph; every CUDA/cuBLAS status is
+ * checked and returned as QMM_ERR_BACKEND with the library's error text.
  */
 #include <limits.h>
 #include <stdio.h>
@@ -62,9 +65,21 @@ static void release_state(qmm_cuda_context *c) {
     if (c->lt) cublasLtDestroy(c->lt);
     cudaFree(c->cublas_workspace);
     cudaFree(c->workspace);
+    for (int i = 0; i < c->n_retired; i++) cudaFree(c->retired[i]);
+    free(c->retired);
     cudaFree(c->flag);
     if (c->timer_start) cudaEventDestroy(c->timer_start);
     if (c->timer_stop) cudaEventDestroy(c->timer_stop);
+    if (c->graph_capturing) {
+        cudaGraph_t g = NULL;
+        cudaStreamEndCapture(c->stream, &g);
+        if (g) cudaGraphDestroy(g);
+        (void)cudaGetLastError();
+    }
+    if (c->graph_exec) cudaGraphExecDestroy(c->graph_exec);
+    if (c->graph) cudaGraphDestroy(c->graph);
+    if (c->graph_start) cudaEventDestroy(c->graph_start);
+    if (c->graph_stop) cudaEventDestroy(c->graph_stop);
     if (c->own_stream && c->stream) cudaStreamDestroy(c->stream);
     free(c);
 }
@@ -121,20 +136,53 @@ static void cuda_context_release(qmm_context *ctx) {
     ctx->backend = NULL;
 }
 
-/* Grow the context workspace to `bytes` (weights creation only: synchronizes the stream). */
-static qmm_status grow_workspace(qmm_cuda_context *c, size_t bytes) {
+/* Whether the context's stream is being captured into a CUDA graph (by qmm_graph_begin or by
+ * the caller): then nothing may be allocated or waited for. */
+static bool stream_capturing(const qmm_cuda_context *c) {
+    enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(c->stream, &cs) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return false;
+    }
+    return cs != cudaStreamCaptureStatusNone;
+}
+
+/* Grow the context workspace to at least `bytes` (`why`: for the error text). Waits for the
+ * stream (queued work may still use the old workspace); the old one is freed, or kept until
+ * the context is freed when a matmul of this context was ever recorded into a CUDA graph
+ * (that graph may still read it). Never called during capture. Out of device memory:
+ * QMM_ERR_OUT_OF_MEMORY, the old workspace kept. */
+static qmm_status grow_workspace(qmm_cuda_context *c, size_t bytes, const char *why) {
     if (bytes <= c->workspace_bytes) return QMM_OK;
     CU(cudaStreamSynchronize(c->stream), "cudaStreamSynchronize");
-    cudaFree(c->workspace);
-    c->workspace = NULL;
-    c->workspace_bytes = 0;
-    CU(cudaMalloc(&c->workspace, bytes), "cudaMalloc(workspace)");
+    if (c->captured && c->workspace != NULL && c->n_retired == c->cap_retired) {
+        const int cap = c->cap_retired ? 2 * c->cap_retired : 4;
+        void **r = realloc(c->retired, (size_t)cap * sizeof *r);
+        if (r == NULL) return qmm_error(QMM_ERR_OUT_OF_MEMORY, "CUDA backend: out of host memory");
+        c->retired = r;
+        c->cap_retired = cap;
+    }
+    void *p = NULL;
+    const cudaError_t e = cudaMalloc(&p, bytes);
+    if (e != cudaSuccess) {
+        if (e == cudaErrorMemoryAllocation) {
+            (void)cudaGetLastError();
+            return qmm_error(QMM_ERR_OUT_OF_MEMORY, "CUDA: out of device memory growing the context "
+                             "workspace from %zu to %zu bytes (%s)", c->workspace_bytes, bytes, why);
+        }
+        return cuda_fail(e, "cudaMalloc(workspace)");
+    }
+    if (c->workspace != NULL) {
+        if (c->captured) c->retired[c->n_retired++] = c->workspace;
+        else cudaFree(c->workspace);
+    }
+    c->workspace = p;
     c->workspace_bytes = bytes;
     return QMM_OK;
 }
 
 /* ---------------------------------------------------------------------------------------
- * Weights
+ * Weights: the GGUF rows and the value check at creation
  * ------------------------------------------------------------------------------------- */
 
 static void free_weights(qmm_cuda_weights *cw) {
@@ -149,96 +197,53 @@ static void free_weights(qmm_cuda_weights *cw) {
     free(cw);
 }
 
-/* cudaMalloc for an optional copy of W: out of device memory leaves *p NULL and sets *oom
- * (the error is cleared, weights creation goes on without the copy); other errors fail. */
-static qmm_status alloc_optional(void **p, size_t bytes, bool *oom, const char *what) {
-    cudaError_t e = cudaMalloc(p, bytes);
-    if (e == cudaErrorMemoryAllocation) {
-        cudaGetLastError();
-        *p = NULL;
-        *oom = true;
-        return QMM_OK;
-    }
-    if (e != cudaSuccess) return cuda_fail(e, what);
-    return QMM_OK;
+/* Workspace bytes to stage rows of `per_row` bytes each: all m rows if they take at most
+ * QMM_CUDA_STAGING_BYTES, else as many whole rows as fit in it (at least one). */
+static size_t staging_bytes(const qmm_weights *w, size_t per_row) {
+    size_t all;
+    if (qmm_mul_size(per_row, (size_t)w->m, &all) && all <= QMM_CUDA_STAGING_BYTES) return all;
+    return per_row > QMM_CUDA_STAGING_BYTES ? per_row : QMM_CUDA_STAGING_BYTES / per_row * per_row;
 }
 
-/* Dequantize W once (into the workspace, where build_fp8 reads it), check that every value
- * fits f16 and keep the f16 copy when it does and the device has the memory (else w16 = NULL). */
-static qmm_status build_f16_cache(qmm_cuda_context *c, const qmm_weights *w, qmm_cuda_weights *cw) {
-    size_t elems = (size_t)w->m * (size_t)w->k;
-    qmm_status st = alloc_optional((void **)&cw->w16, elems * sizeof(uint16_t), &cw->w16_oom,
-                                   "cudaMalloc(f16 weights)");
+/* Rows of `per_row` bytes that fit in the workspace now (1..m; the caller made room for one). */
+static int64_t staging_rows(const qmm_cuda_context *c, const qmm_weights *w, size_t per_row) {
+    const size_t rows = c->workspace_bytes / per_row;
+    return rows < 1 ? 1 : rows > (size_t)w->m ? w->m : (int64_t)rows;
+}
+
+/* The value check (at creation; waits for the stream). Pass 1: every dequantized element
+ * through f32_to_f16's range check (flag: non-finite, or rounds beyond the f16 range) gives
+ * f16_fits. Pass 2, only when that flag was raised: fp8_rows over the same rows into scratch
+ * (flag: some value Inf or NaN) gives nonfinite. W is dequantized by chunks of rows into the
+ * workspace: [rows x k floats | rows x k_pad E4M3 bytes | rows scales]. */
+static qmm_status check_values(qmm_cuda_context *c, const qmm_weights *w, qmm_cuda_weights *cw) {
+    const size_t per_row = (size_t)w->k * sizeof(float) + (size_t)cw->k_pad + sizeof(float);
+    qmm_status st = grow_workspace(c, staging_bytes(w, per_row), "staging the value check of new weights");
     if (st != QMM_OK) return st;
-    CU(cudaMemsetAsync(c->flag, 0, sizeof(int), c->stream), "cudaMemsetAsync");
-    CU(qmm_cuda_dequantize(w->type, cw->q, w->row_bytes, w->m, w->k, (float *)c->workspace, c->stream),
-       "dequantize kernel");
-    CU(qmm_cuda_f32_to_f16((const float *)c->workspace, (int64_t)elems, cw->w16, c->flag, c->stream),
-       "f32 to f16 kernel");
-    int flag = 0;
-    CU(cudaMemcpyAsync(&flag, c->flag, sizeof(int), cudaMemcpyDeviceToHost, c->stream), "cudaMemcpyAsync");
-    CU(cudaStreamSynchronize(c->stream), "cudaStreamSynchronize");
-    cw->f16_fits = (flag == 0);
-    if (!cw->f16_fits) {
-        cudaFree(cw->w16);
-        cw->w16 = NULL;
+    const int64_t rows = staging_rows(c, w, per_row);
+    float *f = (float *)c->workspace;
+    for (int pass = 0; pass < 2; pass++) {
+        CU(cudaMemsetAsync(c->flag, 0, sizeof(int), c->stream), "cudaMemsetAsync");
+        for (int64_t r0 = 0; r0 < w->m; r0 += rows) {
+            const int64_t rc = w->m - r0 < rows ? w->m - r0 : rows;
+            CU(qmm_cuda_dequantize(w->type, cw->q + (size_t)r0 * w->row_bytes, w->row_bytes, rc, w->k, f,
+                                   c->stream), "dequantize kernel");
+            if (pass == 0) {
+                CU(qmm_cuda_f32_to_f16(f, rc * w->k, NULL, c->flag, c->stream), "f16 range check kernel");
+            } else {
+                uint8_t *e8 = (uint8_t *)(f + (size_t)rc * (size_t)w->k);
+                float *scale = (float *)(e8 + (size_t)rc * (size_t)cw->k_pad);
+                CU(qmm_cuda_fp8_rows(f, rc, rc, w->k, w->k, cw->k_pad, e8, scale, c->flag, c->stream),
+                   "finite check kernel");
+            }
+        }
+        int flag = 0;
+        CU(cudaMemcpyAsync(&flag, c->flag, sizeof(int), cudaMemcpyDeviceToHost, c->stream), "cudaMemcpyAsync");
+        CU(cudaStreamSynchronize(c->stream), "cudaStreamSynchronize");
+        if (pass == 0) cw->f16_fits = flag == 0;
+        else cw->nonfinite = flag != 0;
+        if (cw->f16_fits) break; /* every value finite */
     }
-    return QMM_OK;
-}
-
-/* fp8 (sm_89+): the f32 W in the workspace (left there by build_f16_cache) quantized per row to
- * E4M3, m_pad x k_pad with zero padding. Non-finite W: no fp8 copy (w8 = NULL). */
-static qmm_status build_fp8(qmm_cuda_context *c, const qmm_weights *w, qmm_cuda_weights *cw) {
-    if (c->cc < 89) return QMM_OK;
-    qmm_status st = alloc_optional((void **)&cw->w8, (size_t)cw->m_pad * (size_t)cw->k_pad,
-                                   &cw->w8_oom, "cudaMalloc(fp8 weights)");
-    if (st == QMM_OK && cw->w8 != NULL)
-        st = alloc_optional((void **)&cw->w8_scale, (size_t)cw->m_pad * sizeof(float), &cw->w8_oom,
-                            "cudaMalloc(fp8 scales)");
-    if (st != QMM_OK || cw->w8_oom) {
-        cudaFree(cw->w8);
-        cw->w8 = NULL;
-        return st;
-    }
-    CU(cudaMemsetAsync(c->flag, 0, sizeof(int), c->stream), "cudaMemsetAsync");
-    CU(qmm_cuda_fp8_rows((const float *)c->workspace, w->m, cw->m_pad, w->k, w->k, cw->k_pad, cw->w8,
-                         cw->w8_scale, c->flag, c->stream), "fp8 weights kernel");
-    int flag = 0;
-    CU(cudaMemcpyAsync(&flag, c->flag, sizeof(int), cudaMemcpyDeviceToHost, c->stream), "cudaMemcpyAsync");
-    CU(cudaStreamSynchronize(c->stream), "cudaStreamSynchronize");
-    if (flag != 0) {
-        cudaFree(cw->w8);
-        cudaFree(cw->w8_scale);
-        cw->w8 = NULL;
-        cw->w8_scale = NULL;
-    }
-    return QMM_OK;
-}
-
-/* int8 (int8.cu): W repacked to int8 quants with per-sub-block scales (and mins), from the
- * device copy q; nothing for f32/f16/bf16. Out of device memory: no copy, i8_oom set. */
-static qmm_status build_int8(qmm_cuda_context *c, const qmm_weights *w, qmm_cuda_weights *cw) {
-    if (!qmm_cuda_int8_has_type(w->type)) return QMM_OK;
-    const int64_t m8 = qmm_cuda_int8_pad(w->m), k8 = qmm_cuda_int8_pad(w->k);
-    size_t qb, sb;
-    if (!qmm_mul_size((size_t)m8, (size_t)k8, &qb) ||
-        !qmm_mul_size((size_t)m8 * sizeof(float), (size_t)(k8 / qmm_cuda_int8_sub_block(w->type)), &sb))
-        return qmm_error(QMM_ERR_INVALID_ARGUMENT, "int8 copy of weights m=%lld, k=%lld overflows size_t",
-                         (long long)w->m, (long long)w->k);
-    qmm_status st = alloc_optional((void **)&cw->i8_q, qb, &cw->i8_oom, "cudaMalloc(int8 weights)");
-    if (st == QMM_OK && !cw->i8_oom)
-        st = alloc_optional((void **)&cw->i8_d, sb, &cw->i8_oom, "cudaMalloc(int8 scales)");
-    if (st == QMM_OK && !cw->i8_oom && qmm_cuda_int8_has_min(w->type))
-        st = alloc_optional((void **)&cw->i8_mn, sb, &cw->i8_oom, "cudaMalloc(int8 mins)");
-    if (st != QMM_OK || cw->i8_oom) {
-        cudaFree(cw->i8_q);
-        cudaFree(cw->i8_d);
-        cw->i8_q = NULL;
-        cw->i8_d = NULL;
-        return st;
-    }
-    CU(qmm_cuda_int8_pack(w->type, cw->q, w->row_bytes, w->m, w->k, m8, k8, cw->i8_q, cw->i8_d,
-                          cw->i8_mn, c->stream), "int8 repack kernel");
     return QMM_OK;
 }
 
@@ -251,6 +256,28 @@ static size_t fp8_workspace_bytes(const qmm_cuda_weights *cw) {
            QMM_CUDA_ALIGN256((size_t)QMM_CUDA_X_CHUNK * (size_t)cw->k_pad) + QMM_CUDA_X_CHUNK * sizeof(float);
 }
 
+/* The bytes of each copy once made (0: none for this type or device); false on overflow. */
+static bool copy_sizes(const qmm_cuda_context *c, const qmm_weights *w, qmm_cuda_weights *cw) {
+    size_t f16, fp8, q8 = 0, s8 = 0;
+    if (!qmm_mul_size((size_t)w->m * sizeof(uint16_t), (size_t)w->k, &f16) ||
+        !qmm_mul_size((size_t)cw->m_pad, (size_t)cw->k_pad, &fp8) ||
+        !qmm_add_size(fp8, (size_t)cw->m_pad * sizeof(float), &fp8))
+        return false;
+    if (qmm_cuda_int8_has_type(w->type)) {
+        const int64_t m8 = qmm_cuda_int8_pad(w->m), k8 = qmm_cuda_int8_pad(w->k);
+        const size_t groups = (size_t)(k8 / qmm_cuda_int8_sub_block(w->type));
+        if (!qmm_mul_size((size_t)m8, (size_t)k8, &q8) ||
+            !qmm_mul_size((size_t)m8 * sizeof(float), groups, &s8))
+            return false;
+        q8 = qmm_cuda_int8_quant_bytes(w->type, m8, k8); /* <= m8 * k8: nibble types half */
+        if (!qmm_add_size(q8, s8 * (qmm_cuda_int8_has_min(w->type) ? 2u : 1u), &q8)) return false;
+    }
+    cw->copy_bytes[QMM_CUDA_COPY_F16] = f16;
+    cw->copy_bytes[QMM_CUDA_COPY_FP8] = c->cc >= 89 ? fp8 : 0;
+    cw->copy_bytes[QMM_CUDA_COPY_INT8] = q8;
+    return true;
+}
+
 static qmm_status weights_setup(qmm_cuda_context *c, qmm_weights *w, qmm_cuda_weights *cw,
                                 const void *data, size_t row_stride) {
     size_t total, wf32, xf16;
@@ -259,23 +286,17 @@ static qmm_status weights_setup(qmm_cuda_context *c, qmm_weights *w, qmm_cuda_we
         !qmm_mul_size((size_t)QMM_CUDA_X_CHUNK * sizeof(uint16_t), (size_t)w->k, &xf16))
         return qmm_error(QMM_ERR_INVALID_ARGUMENT, "weights of m=%lld, k=%lld overflow size_t",
                          (long long)w->m, (long long)w->k);
-    CU(cudaSetDevice(c->device), "cudaSetDevice");
-    CU(cudaMalloc((void **)&cw->q, total), "cudaMalloc(weights)");
-    CU(cudaMemcpy2DAsync(cw->q, w->row_bytes, data, row_stride, w->row_bytes, (size_t)w->m,
-                         cudaMemcpyHostToDevice, c->stream), "cudaMemcpy2DAsync(weights)");
     cw->m_pad = (w->m + 15) / 16 * 16;
     cw->k_pad = (w->k + 15) / 16 * 16;
-    size_t need = wf32 > xf16 ? wf32 : xf16;
-    if (c->cc >= 89 && fp8_workspace_bytes(cw) > need) need = fp8_workspace_bytes(cw);
-    if (qmm_cuda_int8_has_type(w->type) && qmm_cuda_int8_workspace_bytes(w->k) > need)
-        need = qmm_cuda_int8_workspace_bytes(w->k);
-    qmm_status st = grow_workspace(c, need);
-    if (st != QMM_OK) return st;
-    st = build_f16_cache(c, w, cw); /* ends with a stream sync: `data` is no longer read */
-    if (st != QMM_OK) return st;
-    st = build_fp8(c, w, cw);
-    if (st != QMM_OK) return st;
-    return build_int8(c, w, cw);
+    if (!copy_sizes(c, w, cw))
+        return qmm_error(QMM_ERR_INVALID_ARGUMENT, "the copies of weights of m=%lld, k=%lld overflow "
+                         "size_t", (long long)w->m, (long long)w->k);
+    CU(cudaSetDevice(c->device), "cudaSetDevice");
+    CU(cudaMalloc((void **)&cw->q, total), "cudaMalloc(weights)");
+    cw->q_bytes = total;
+    CU(cudaMemcpy2DAsync(cw->q, w->row_bytes, data, row_stride, w->row_bytes, (size_t)w->m,
+                         cudaMemcpyHostToDevice, c->stream), "cudaMemcpy2DAsync(weights)");
+    return check_values(c, w, cw); /* ends with a stream sync: `data` is no longer read */
 }
 
 static qmm_status cuda_weights_init(qmm_context *ctx, qmm_weights *w, const void *data, size_t row_stride) {
@@ -286,6 +307,9 @@ static qmm_status cuda_weights_init(qmm_context *ctx, qmm_weights *w, const void
                          "block size / bytes differ from the type table's (%lld elements, %zu bytes)",
                          qmm_type_name(w->type), (long long)qmm_type_block_size(w->type),
                          qmm_type_block_bytes(w->type));
+    if (stream_capturing(cctx(ctx)))
+        return qmm_error(QMM_ERR_UNSUPPORTED, "qmm_weights_create: the context's stream is being "
+                         "captured into a CUDA graph (creating weights uploads and waits for the stream)");
     qmm_cuda_weights *cw = calloc(1, sizeof *cw);
     if (cw == NULL) return qmm_error(QMM_ERR_OUT_OF_MEMORY, "CUDA backend: out of host memory");
     qmm_status st = weights_setup(cctx(ctx), w, cw, data, row_stride);
@@ -306,11 +330,280 @@ static void cuda_weights_release(qmm_weights *w) {
     w->backend = NULL;
 }
 
+static void cuda_weights_memory(const qmm_weights *w, qmm_weights_memory_info *out) {
+    const qmm_cuda_weights *cw = (const qmm_cuda_weights *)w->backend;
+    out->gguf_bytes = cw->q_bytes;
+    if (cw->w16 != NULL) out->f16_bytes = cw->copy_bytes[QMM_CUDA_COPY_F16];
+    if (cw->w8 != NULL) out->fp8_bytes = cw->copy_bytes[QMM_CUDA_COPY_FP8];
+    if (cw->i8_q != NULL) out->int8_bytes = cw->copy_bytes[QMM_CUDA_COPY_INT8];
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Lazy copies
+ *
+ * A copy (qmm_cuda_copy) is made by the first matmul of its strategy on the weights, after
+ * resolve() accepted it under the cache policy, and kept until the weights are freed. The
+ * work is queued on the context's stream before the call's own kernels: ordered after the
+ * caller's earlier work, and before the matmul that reads it. cudaMalloc may block the host;
+ * a workspace that must grow first waits for the stream (grow_workspace). Never during graph
+ * capture: resolve() refuses a forced strategy then and auto picks another. The caller holds
+ * the context (and so the weights) alone: qmm.h's one-thread-at-a-time rule is what makes
+ * filling in the weights' record from a call taking const weights safe.
+ * ------------------------------------------------------------------------------------- */
+
+static const char *const k_copy_name[QMM_CUDA_COPIES] = {"f16", "fp8", "int8"};
+
+static qmm_cuda_copy copy_of(qmm_strategy s) {
+    switch (s) {
+    case QMM_STRATEGY_CACHED_F16: return QMM_CUDA_COPY_F16;
+    case QMM_STRATEGY_FP8: return QMM_CUDA_COPY_FP8;
+    case QMM_STRATEGY_INT8: return QMM_CUDA_COPY_INT8;
+    default: return QMM_CUDA_COPIES;
+    }
+}
+
+static bool copy_made(const qmm_cuda_weights *cw, qmm_cuda_copy k) {
+    switch (k) {
+    case QMM_CUDA_COPY_F16: return cw->w16 != NULL;
+    case QMM_CUDA_COPY_FP8: return cw->w8 != NULL;
+    case QMM_CUDA_COPY_INT8: return cw->i8_q != NULL;
+    default: return true;
+    }
+}
+
+/* Bytes of the copies made so far, other than `except`. */
+static size_t copies_held(const qmm_cuda_weights *cw, qmm_cuda_copy except) {
+    size_t sum = 0;
+    for (int k = 0; k < QMM_CUDA_COPIES; k++)
+        if (k != (int)except && copy_made(cw, (qmm_cuda_copy)k)) sum += cw->copy_bytes[k];
+    return sum;
+}
+
+/* QMM_CACHE_DEFAULT: auto may make the int8 repack while all copies stay within this many
+ * times the GGUF bytes (the residency bound of the default mode, docs/CUDA.md "Memory"). */
+#define QMM_CUDA_DEFAULT_COPY_RATIO 2.0
+
+/* Whether the cache policy lets `w` hold copy k (made or not) for auto (for_auto) or for a
+ * forced strategy: the bytes of all its copies with k, against the policy's cap. */
+static bool policy_allows(const qmm_context *ctx, const qmm_cuda_weights *cw, qmm_cuda_copy k,
+                          bool for_auto) {
+    const double with_k = (double)copies_held(cw, k) + (double)cw->copy_bytes[k];
+    const double gguf = (double)cw->q_bytes;
+    switch (ctx->params.cache) {
+    case QMM_CACHE_NONE: return false;
+    case QMM_CACHE_LIMIT: return with_k <= ctx->params.cache_limit * gguf;
+    case QMM_CACHE_UNLIMITED: return true;
+    case QMM_CACHE_DEFAULT:
+    default:
+        return !for_auto || (k == QMM_CUDA_COPY_INT8 && with_k <= QMM_CUDA_DEFAULT_COPY_RATIO * gguf);
+    }
+}
+
+/* Context workspace bytes strategy s needs for these weights. */
+static size_t strategy_workspace(const qmm_cuda_context *c, const qmm_weights *w,
+                                 const qmm_cuda_weights *cw, qmm_strategy s) {
+    switch (s) {
+    case QMM_STRATEGY_DEQUANT_SGEMM: return (size_t)w->m * sizeof(float) * (size_t)w->k;
+    case QMM_STRATEGY_CACHED_F16: return (size_t)QMM_CUDA_X_CHUNK * sizeof(uint16_t) * (size_t)w->k;
+    case QMM_STRATEGY_FP8: return c->cc >= 89 ? fp8_workspace_bytes(cw) : 0;
+    case QMM_STRATEGY_INT8: return qmm_cuda_int8_has_type(w->type) ? qmm_cuda_int8_workspace_bytes(w->k) : 0;
+    default: return 0;
+    }
+}
+
+/* The workspace a first call of s must have, staging included (f16 and fp8 copies are made
+ * from W dequantized into it, at least one row at a time). */
+static size_t prepare_workspace(const qmm_cuda_context *c, const qmm_weights *w,
+                                const qmm_cuda_weights *cw, qmm_strategy s) {
+    size_t need = strategy_workspace(c, w, cw, s);
+    const qmm_cuda_copy k = copy_of(s);
+    if ((k == QMM_CUDA_COPY_F16 || k == QMM_CUDA_COPY_FP8) && !copy_made(cw, k)) {
+        const size_t stage = staging_bytes(w, (size_t)w->k * sizeof(float));
+        if (stage > need) need = stage;
+    }
+    return need;
+}
+
+/* True if the next call of s on w has lazy work to do (a copy, a larger workspace). */
+static bool needs_preparing(const qmm_cuda_context *c, const qmm_weights *w, const qmm_cuda_weights *cw,
+                            qmm_strategy s) {
+    return !copy_made(cw, copy_of(s)) || prepare_workspace(c, w, cw, s) > c->workspace_bytes;
+}
+
+/* cudaMalloc one array of copy k; out of memory: QMM_ERR_OUT_OF_MEMORY naming the copy. */
+static qmm_status alloc_copy(void **p, size_t bytes, const qmm_weights *w, qmm_cuda_copy k) {
+    const cudaError_t e = cudaMalloc(p, bytes);
+    if (e == cudaSuccess) return QMM_OK;
+    *p = NULL;
+    if (e != cudaErrorMemoryAllocation) return cuda_fail(e, "cudaMalloc(copy of the weights)");
+    (void)cudaGetLastError();
+    const qmm_cuda_weights *cw = (const qmm_cuda_weights *)w->backend;
+    return qmm_error(QMM_ERR_OUT_OF_MEMORY, "CUDA: out of device memory making the %s copy of these "
+                     "%s weights (m=%lld, k=%lld: %zu bytes, %.2fx their %zu GGUF bytes) on their "
+                     "first %s call", k_copy_name[k], qmm_type_name(w->type), (long long)w->m,
+                     (long long)w->k, cw->copy_bytes[k], (double)cw->copy_bytes[k] / (double)cw->q_bytes,
+                     cw->q_bytes, k == QMM_CUDA_COPY_F16 ? "cached_f16" : k == QMM_CUDA_COPY_FP8 ? "fp8" : "int8");
+}
+
+/* Queue the kernels that fill copy k (allocated). f16 and fp8: W dequantized by chunks of rows
+ * into the workspace (prepare_workspace made room for at least one), then rounded per row:
+ * the same values as one pass over all rows (every kernel's result depends on its row only). */
+static qmm_status fill_copy(qmm_cuda_context *c, const qmm_weights *w, qmm_cuda_weights *cw, qmm_cuda_copy k) {
+    if (k == QMM_CUDA_COPY_INT8) {
+        CU(qmm_cuda_int8_pack(w->type, cw->q, w->row_bytes, w->m, w->k, qmm_cuda_int8_pad(w->m),
+                              qmm_cuda_int8_pad(w->k), cw->i8_q, cw->i8_d, cw->i8_mn, c->stream),
+           "int8 repack kernel");
+        return QMM_OK;
+    }
+    const int64_t rows = staging_rows(c, w, (size_t)w->k * sizeof(float));
+    float *f = (float *)c->workspace;
+    for (int64_t r0 = 0; r0 < w->m; r0 += rows) {
+        const int64_t rc = w->m - r0 < rows ? w->m - r0 : rows;
+        CU(qmm_cuda_dequantize(w->type, cw->q + (size_t)r0 * w->row_bytes, w->row_bytes, rc, w->k, f,
+                               c->stream), "dequantize kernel");
+        if (k == QMM_CUDA_COPY_F16) {
+            /* the values fit f16 (f16_fits, checked at creation): the flag stays 0 */
+            CU(qmm_cuda_f32_to_f16(f, rc * w->k, cw->w16 + (size_t)r0 * (size_t)w->k, c->flag, c->stream),
+               "f32 to f16 kernel");
+        } else {
+            /* the last chunk also writes the padding rows m..m_pad-1 (zeros, scale 0) */
+            const int64_t rows_pad = r0 + rc == w->m ? cw->m_pad - r0 : rc;
+            CU(qmm_cuda_fp8_rows(f, rc, rows_pad, w->k, w->k, cw->k_pad, cw->w8 + (size_t)r0 * (size_t)cw->k_pad,
+                                 cw->w8_scale + r0, NULL, c->stream), "fp8 weights kernel");
+        }
+    }
+    return QMM_OK;
+}
+
+/* Allocate and fill copy k; on failure nothing of it is kept. */
+static qmm_status make_copy(qmm_cuda_context *c, const qmm_weights *w, qmm_cuda_weights *cw, qmm_cuda_copy k) {
+    qmm_status st = QMM_OK;
+    if (k == QMM_CUDA_COPY_F16) {
+        st = alloc_copy((void **)&cw->w16, cw->copy_bytes[k], w, k);
+    } else if (k == QMM_CUDA_COPY_FP8) {
+        const size_t scales = (size_t)cw->m_pad * sizeof(float);
+        st = alloc_copy((void **)&cw->w8, cw->copy_bytes[k] - scales, w, k);
+        if (st == QMM_OK) st = alloc_copy((void **)&cw->w8_scale, scales, w, k);
+    } else {
+        const int64_t m8 = qmm_cuda_int8_pad(w->m), k8 = qmm_cuda_int8_pad(w->k);
+        const size_t sb = (size_t)m8 * sizeof(float) * (size_t)(k8 / qmm_cuda_int8_sub_block(w->type));
+        st = alloc_copy((void **)&cw->i8_q, qmm_cuda_int8_quant_bytes(w->type, m8, k8), w, k);
+        if (st == QMM_OK) st = alloc_copy((void **)&cw->i8_d, sb, w, k);
+        if (st == QMM_OK && qmm_cuda_int8_has_min(w->type)) st = alloc_copy((void **)&cw->i8_mn, sb, w, k);
+    }
+    if (st == QMM_OK) st = fill_copy(c, w, cw, k);
+    if (st == QMM_OK) {
+        qmm_log(1, "cuda: made the %s copy of %s weights %lldx%lld (%zu bytes)", k_copy_name[k],
+                qmm_type_name(w->type), (long long)w->m, (long long)w->k, cw->copy_bytes[k]);
+        return QMM_OK;
+    }
+    cudaStreamSynchronize(c->stream); /* a fill kernel may have been queued */
+    void **arrays[3] = {NULL, NULL, NULL};
+    if (k == QMM_CUDA_COPY_F16) arrays[0] = (void **)&cw->w16;
+    if (k == QMM_CUDA_COPY_FP8) arrays[0] = (void **)&cw->w8, arrays[1] = (void **)&cw->w8_scale;
+    if (k == QMM_CUDA_COPY_INT8)
+        arrays[0] = (void **)&cw->i8_q, arrays[1] = (void **)&cw->i8_d, arrays[2] = (void **)&cw->i8_mn;
+    for (int i = 0; i < 3; i++)
+        if (arrays[i] != NULL) {
+            cudaFree(*arrays[i]);
+            *arrays[i] = NULL;
+        }
+    return st;
+}
+
+/* The lazy part of a call of s on w: a larger workspace, then the copy s reads. */
+static qmm_status prepare(qmm_cuda_context *c, const qmm_weights *w, qmm_cuda_weights *cw, qmm_strategy s) {
+    if (!needs_preparing(c, w, cw, s)) return QMM_OK;
+    if (stream_capturing(c)) /* resolve() refuses this first; kept so no path can allocate */
+        return qmm_error(QMM_ERR_UNSUPPORTED, "strategy %s: its first call on these weights cannot "
+                         "run during CUDA graph capture", qmm_strategy_name(s));
+    qmm_status st = grow_workspace(c, prepare_workspace(c, w, cw, s), qmm_strategy_name(s));
+    const qmm_cuda_copy k = copy_of(s);
+    if (st == QMM_OK && !copy_made(cw, k)) st = make_copy(c, w, cw, k);
+    return st;
+}
+
 /* ---------------------------------------------------------------------------------------
  * Strategy resolution
  * ------------------------------------------------------------------------------------- */
 
 static int ctx_cc(const qmm_context *ctx) { return cctx(ctx)->cc; }
+
+static const char *policy_name(qmm_cache_policy p) {
+    switch (p) {
+    case QMM_CACHE_NONE: return "QMM_CACHE_NONE";
+    case QMM_CACHE_LIMIT: return "QMM_CACHE_LIMIT";
+    case QMM_CACHE_UNLIMITED: return "QMM_CACHE_UNLIMITED";
+    case QMM_CACHE_DEFAULT:
+    default: return "QMM_CACHE_DEFAULT";
+    }
+}
+
+/* A forced strategy that reads a copy: refused when the cache policy does not let W hold it,
+ * or when its first call would have to run during graph capture. */
+static qmm_status check_forced(const qmm_context *ctx, const qmm_weights *w, qmm_strategy s) {
+    const qmm_cuda_weights *cw = (const qmm_cuda_weights *)w->backend;
+    const qmm_cuda_copy k = copy_of(s);
+    const char *sname = qmm_strategy_name(s), *tname = qmm_type_name(w->type);
+    if (k != QMM_CUDA_COPIES && !policy_allows(ctx, cw, k, false)) {
+        if (ctx->params.cache == QMM_CACHE_NONE)
+            return qmm_error(QMM_ERR_UNSUPPORTED, "strategy %s reads an %s copy of the weights (%zu "
+                             "bytes for these %s weights), and the context's cache policy "
+                             "QMM_CACHE_NONE allows no copies: use gemv or fused, or another policy",
+                             sname, k_copy_name[k], cw->copy_bytes[k], tname);
+        return qmm_error(QMM_ERR_UNSUPPORTED, "strategy %s reads an %s copy of the weights: with it "
+                         "these %s weights would hold %zu bytes of copies, beyond the context's "
+                         "cache_limit of %g x their %zu GGUF bytes", sname, k_copy_name[k], tname,
+                         copies_held(cw, k) + cw->copy_bytes[k], ctx->params.cache_limit, cw->q_bytes);
+    }
+    if (needs_preparing(cctx(ctx), w, cw, s) && stream_capturing(cctx(ctx)))
+        return qmm_error(QMM_ERR_UNSUPPORTED, "strategy %s: its first call on these %s weights %s, "
+                         "which cannot happen while the stream is captured into a CUDA graph: run it "
+                         "once on these weights before capturing", sname, tname,
+                         k != QMM_CUDA_COPIES && !copy_made(cw, k)
+                             ? (k == QMM_CUDA_COPY_F16 ? "makes their f16 copy"
+                                : k == QMM_CUDA_COPY_FP8 ? "makes their fp8 copy" : "makes their int8 copy")
+                             : "grows the context workspace");
+    return QMM_OK;
+}
+
+/* Whether auto may take s for w now: not given up after running out of memory, the copy
+ * allowed by the policy, and no lazy work during capture. */
+static bool auto_may(const qmm_context *ctx, const qmm_weights *w, qmm_strategy s) {
+    const qmm_cuda_weights *cw = (const qmm_cuda_weights *)w->backend;
+    const qmm_cuda_copy k = copy_of(s);
+    if (cw->auto_skip[s]) return false;
+    if (k != QMM_CUDA_COPIES && !policy_allows(ctx, cw, k, true)) return false;
+    return !(needs_preparing(cctx(ctx), w, cw, s) && stream_capturing(cctx(ctx)));
+}
+
+/* auto (the order: qmm_cuda_auto_row in cuda_internal.h; the thresholds: auto_table.c). */
+static qmm_strategy resolve_auto(const qmm_context *ctx, const qmm_weights *w, int64_t n) {
+    const qmm_cuda_weights *cw = (const qmm_cuda_weights *)w->backend;
+    if (ctx->params.flags & QMM_FLAG_BATCH_INVARIANT) return QMM_STRATEGY_GEMV; /* one path for every n */
+    const qmm_cuda_auto_row a = qmm_cuda_auto_lookup(ctx_cc(ctx), (int)w->type);
+    const bool blas_dims = w->m <= INT_MAX && w->k <= INT_MAX;
+    if (n >= a.f16_min_n && blas_dims && cw->f16_fits && auto_may(ctx, w, QMM_STRATEGY_CACHED_F16))
+        return QMM_STRATEGY_CACHED_F16;
+    if (n >= a.fp8_min_n && ctx_cc(ctx) >= 89 && !cw->nonfinite && cw->m_pad <= INT_MAX &&
+        cw->k_pad <= INT_MAX && auto_may(ctx, w, QMM_STRATEGY_FP8))
+        return QMM_STRATEGY_FP8;
+    if (n <= a.gemv_max_n) return QMM_STRATEGY_GEMV;
+    if (n >= a.int8_min_n && qmm_cuda_int8_has_type(w->type) && ctx_cc(ctx) >= 80 &&
+        auto_may(ctx, w, QMM_STRATEGY_INT8))
+        return QMM_STRATEGY_INT8;
+    if (cw->f16_fits) return QMM_STRATEGY_FUSED;
+    if (ctx->params.cache == QMM_CACHE_UNLIMITED && blas_dims && auto_may(ctx, w, QMM_STRATEGY_DEQUANT_SGEMM))
+        return QMM_STRATEGY_DEQUANT_SGEMM;
+    return QMM_STRATEGY_GEMV;
+}
+
+/* *out = s if check_forced accepts it (out untouched otherwise). */
+static qmm_status forced(const qmm_context *ctx, const qmm_weights *w, qmm_strategy s, qmm_strategy *out) {
+    const qmm_status st = check_forced(ctx, w, s);
+    if (st == QMM_OK) *out = s;
+    return st;
+}
 
 static qmm_status cuda_resolve(const qmm_context *ctx, const qmm_weights *w, int64_t n,
                                qmm_strategy requested, qmm_strategy *out) {
@@ -319,15 +612,7 @@ static qmm_status cuda_resolve(const qmm_context *ctx, const qmm_weights *w, int
     const char *tname = qmm_type_name(w->type);
     switch (requested) {
     case QMM_STRATEGY_AUTO:
-        /* From the H200 run of commit 7b7cf42 (docs/CUDA.md, bench/cuda_bench.c, every line
-         * verified): gemv wins at n = 1 (plain calls), cached_f16 from n = 2 on every shape
-         * (q4_0 4608x1024 n = 8: 4.9 vs 44.8 us). Without an f16 copy, gemv up to 8 tokens,
-         * then dequant_sgemm. */
-        if (invariant || n == 1) *out = QMM_STRATEGY_GEMV;
-        else if (cw->w16 != NULL && w->m <= INT_MAX && w->k <= INT_MAX) *out = QMM_STRATEGY_CACHED_F16;
-        else if (n <= QMM_CUDA_GEMV_TOKENS) *out = QMM_STRATEGY_GEMV;
-        else if (w->m <= INT_MAX && w->k <= INT_MAX) *out = QMM_STRATEGY_DEQUANT_SGEMM;
-        else *out = QMM_STRATEGY_GEMV;
+        *out = resolve_auto(ctx, w, n);
         return QMM_OK;
     case QMM_STRATEGY_GEMV:
         *out = requested;
@@ -351,12 +636,7 @@ static qmm_status cuda_resolve(const qmm_context *ctx, const qmm_weights *w, int
         if (requested == QMM_STRATEGY_CACHED_F16 && !cw->f16_fits)
             return qmm_error(QMM_ERR_UNSUPPORTED, "strategy cached_f16: these %s weights hold "
                              "values beyond the f16 range (|w| > 65504) or non-finite values", tname);
-        if (requested == QMM_STRATEGY_CACHED_F16 && cw->w16 == NULL)
-            return qmm_error(QMM_ERR_UNSUPPORTED, "strategy cached_f16: the f16 copy of these %s "
-                             "weights (m=%lld, k=%lld) was skipped: out of device memory when "
-                             "they were created", tname, (long long)w->m, (long long)w->k);
-        *out = requested;
-        return QMM_OK;
+        return forced(ctx, w, requested, out);
     case QMM_STRATEGY_REF:
         return qmm_error(QMM_ERR_UNSUPPORTED, "strategy ref runs on the CPU backend only");
     case QMM_STRATEGY_FP8:
@@ -366,16 +646,13 @@ static qmm_status cuda_resolve(const qmm_context *ctx, const qmm_weights *w, int
         if (invariant)
             return qmm_error(QMM_ERR_UNSUPPORTED, "strategy fp8 is not batch-invariant (X scales "
                              "per token, cuBLASLt picks its kernel by n); use gemv or fused");
-        if (cw->w8 == NULL)
-            return qmm_error(QMM_ERR_UNSUPPORTED, cw->w8_oom
-                             ? "strategy fp8: the fp8 copy of these %s weights was skipped: out of "
-                               "device memory when they were created"
-                             : "strategy fp8: these %s weights hold non-finite values", tname);
+        if (cw->nonfinite)
+            return qmm_error(QMM_ERR_UNSUPPORTED, "strategy fp8: these %s weights hold non-finite "
+                             "values", tname);
         if (cw->m_pad > INT_MAX || cw->k_pad > INT_MAX)
             return qmm_error(QMM_ERR_UNSUPPORTED, "strategy fp8: m (%lld) or k (%lld) exceeds "
                              "cuBLASLt's int range", (long long)w->m, (long long)w->k);
-        *out = requested;
-        return QMM_OK;
+        return forced(ctx, w, requested, out);
     case QMM_STRATEGY_INT8: /* batch-invariant: allowed with the flag */
         if (!qmm_cuda_int8_has_type(w->type))
             return qmm_error(QMM_ERR_UNSUPPORTED, "strategy int8: the CUDA int8 strategy has no "
@@ -383,15 +660,10 @@ static qmm_status cuda_resolve(const qmm_context *ctx, const qmm_weights *w, int
                              "values are integer quants times a sub-block scale: q4_0, q4_1, q5_0, "
                              "q5_1, q8_0, q2_K, q3_K, q4_K, q5_K, q6_K); use gemv, fused or cached_f16",
                              tname);
-        if (cw->i8_q == NULL)
-            return qmm_error(QMM_ERR_UNSUPPORTED, "strategy int8: the int8 copy of these %s weights "
-                             "(m=%lld, k=%lld) was skipped: out of device memory when they were "
-                             "created", tname, (long long)w->m, (long long)w->k);
         if (ctx_cc(ctx) < 80)
             return qmm_error(QMM_ERR_UNSUPPORTED, "strategy int8 needs an sm_80 or newer GPU "
                              "(integer mma.sync); this device is sm_%d", ctx_cc(ctx));
-        *out = requested;
-        return QMM_OK;
+        return forced(ctx, w, requested, out);
     default:
         return qmm_error(QMM_ERR_INVALID_ARGUMENT, "unknown strategy %d", (int)requested);
     }
@@ -560,17 +832,40 @@ static qmm_status matmul_fp8(qmm_cuda_context *c, const qmm_weights *w, const qm
     return QMM_OK;
 }
 
+/* The cuBLAS strategies take int leading dimensions. */
+static bool blas_ld_too_large(qmm_strategy s, int64_t ldx, int64_t ldy) {
+    return (s == QMM_STRATEGY_DEQUANT_SGEMM || s == QMM_STRATEGY_CACHED_F16) && (ldx > INT_MAX || ldy > INT_MAX);
+}
+
+static qmm_status blas_ld_error(qmm_strategy s, int64_t ldx, int64_t ldy) {
+    return qmm_error(QMM_ERR_UNSUPPORTED, "strategy %s: ldx (%lld) or ldy (%lld) exceeds cuBLAS's "
+                     "int range", qmm_strategy_name(s), (long long)ldx, (long long)ldy);
+}
+
 static qmm_status cuda_matmul(qmm_context *ctx, const qmm_weights *w, qmm_strategy s, int64_t n,
                               const float *x, int64_t ldx, float *y, int64_t ldy) {
     qmm_cuda_context *c = cctx(ctx);
-    const qmm_cuda_weights *cw = (const qmm_cuda_weights *)w->backend;
+    /* The weights' record gets the copies made on first use (see "Lazy copies"). */
+    qmm_cuda_weights *cw = (qmm_cuda_weights *)w->backend;
     CU(cudaSetDevice(c->device), "cudaSetDevice");
     qmm_status st = check_pointer(c, x, "x");
     if (st == QMM_OK) st = check_pointer(c, y, "y");
     if (st != QMM_OK) return st;
-    if ((s == QMM_STRATEGY_DEQUANT_SGEMM || s == QMM_STRATEGY_CACHED_F16) && (ldx > INT_MAX || ldy > INT_MAX))
-        return qmm_error(QMM_ERR_UNSUPPORTED, "strategy %s: ldx (%lld) or ldy (%lld) exceeds "
-                         "cuBLAS's int range", qmm_strategy_name(s), (long long)ldx, (long long)ldy);
+    if (blas_ld_too_large(s, ldx, ldy)) return blas_ld_error(s, ldx, ldy);
+    if (stream_capturing(c)) c->captured = true; /* its workspace may be read by a graph */
+    st = prepare(c, w, cw, s);
+    /* auto, out of device memory preparing its choice: the next choice, and this one never
+     * again for these weights (each round marks one more strategy) */
+    for (int round = 0; st == QMM_ERR_OUT_OF_MEMORY && ctx->params.strategy == QMM_STRATEGY_AUTO &&
+                        round < QMM_STRATEGY_COUNT; round++) {
+        qmm_log(1, "cuda auto: %s for %s %lldx%lld: %s; taking the next choice", qmm_strategy_name(s),
+                qmm_type_name(w->type), (long long)w->m, (long long)w->k, qmm_last_error());
+        cw->auto_skip[s] = true;
+        st = cuda_resolve(ctx, w, n, QMM_STRATEGY_AUTO, &s);
+        if (st == QMM_OK) st = prepare(c, w, cw, s);
+    }
+    if (st != QMM_OK) return st;
+    if (blas_ld_too_large(s, ldx, ldy)) return blas_ld_error(s, ldx, ldy); /* auto's next choice */
     switch (s) {
     case QMM_STRATEGY_GEMV:
         CU(qmm_cuda_gemv(w->type, cw->q, w->row_bytes, w->m, w->k, n, x, ldx, y, ldy, c->stream),
@@ -710,6 +1005,69 @@ static qmm_status cuda_device_info(qmm_context *ctx, qmm_device_info *out) {
     return QMM_OK;
 }
 
+/* ---------------------------------------------------------------------------------------
+ * Graphs (qmm_graph_begin / _end / _replay)
+ * ------------------------------------------------------------------------------------- */
+
+static void graph_drop(qmm_cuda_context *c) {
+    if (c->graph_exec) cudaGraphExecDestroy(c->graph_exec);
+    if (c->graph) cudaGraphDestroy(c->graph);
+    c->graph_exec = NULL;
+    c->graph = NULL;
+}
+
+static qmm_status cuda_graph_begin(qmm_context *ctx) {
+    qmm_cuda_context *c = cctx(ctx);
+    if (c->graph_capturing)
+        return qmm_error(QMM_ERR_INVALID_ARGUMENT, "qmm_graph_begin: a capture begun by qmm_graph_begin "
+                         "is still open (end it with qmm_graph_end)");
+    CU(cudaSetDevice(c->device), "cudaSetDevice");
+    if (c->graph_start == NULL) CU(cudaEventCreate(&c->graph_start), "cudaEventCreate");
+    if (c->graph_stop == NULL) CU(cudaEventCreate(&c->graph_stop), "cudaEventCreate");
+    graph_drop(c);
+    /* thread-local: other threads' CUDA calls (other contexts) do not break this capture */
+    CU(cudaStreamBeginCapture(c->stream, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+    c->graph_capturing = true;
+    return QMM_OK;
+}
+
+static qmm_status cuda_graph_end(qmm_context *ctx) {
+    qmm_cuda_context *c = cctx(ctx);
+    if (!c->graph_capturing)
+        return qmm_error(QMM_ERR_INVALID_ARGUMENT, "qmm_graph_end: no capture begun by qmm_graph_begin");
+    c->graph_capturing = false;
+    CU(cudaSetDevice(c->device), "cudaSetDevice");
+    cudaGraph_t g = NULL;
+    cudaError_t e = cudaStreamEndCapture(c->stream, &g);
+    if (e == cudaSuccess && g == NULL) e = cudaErrorStreamCaptureInvalidated;
+    cudaGraphExec_t exec = NULL;
+    if (e == cudaSuccess) e = cudaGraphInstantiate(&exec, g, 0);
+    if (e != cudaSuccess) {
+        if (g) cudaGraphDestroy(g);
+        return cuda_fail(e, "ending the graph capture (cudaStreamEndCapture / cudaGraphInstantiate)");
+    }
+    c->graph = g;
+    c->graph_exec = exec;
+    return QMM_OK;
+}
+
+static qmm_status cuda_graph_replay(qmm_context *ctx, int64_t times, double *ms) {
+    qmm_cuda_context *c = cctx(ctx);
+    if (c->graph_capturing || c->graph_exec == NULL)
+        return qmm_error(QMM_ERR_INVALID_ARGUMENT, "qmm_graph_replay: %s", c->graph_capturing
+                         ? "the capture is still open (qmm_graph_end first)"
+                         : "no graph (qmm_graph_begin, the calls, qmm_graph_end first)");
+    CU(cudaSetDevice(c->device), "cudaSetDevice");
+    CU(cudaEventRecord(c->graph_start, c->stream), "cudaEventRecord");
+    for (int64_t i = 0; i < times; i++) CU(cudaGraphLaunch(c->graph_exec, c->stream), "cudaGraphLaunch");
+    CU(cudaEventRecord(c->graph_stop, c->stream), "cudaEventRecord");
+    CU(cudaEventSynchronize(c->graph_stop), "cudaEventSynchronize");
+    float f = 0.0f;
+    CU(cudaEventElapsedTime(&f, c->graph_start, c->graph_stop), "cudaEventElapsedTime");
+    *ms = (double)f;
+    return QMM_OK;
+}
+
 /* Kernel names and precision classes of the CUDA strategies (docs/CUDA.md). */
 static qmm_status cuda_describe(const qmm_context *ctx, const qmm_weights *w, int64_t n,
                                 qmm_strategy resolved, const char **kernel,
@@ -745,6 +1103,10 @@ static const qmm_backend_ops cuda_ops = {
     .timer_begin = cuda_timer_begin,
     .timer_end = cuda_timer_end,
     .device_info = cuda_device_info,
+    .weights_memory = cuda_weights_memory,
+    .graph_begin = cuda_graph_begin,
+    .graph_end = cuda_graph_end,
+    .graph_replay = cuda_graph_replay,
 };
 
 const qmm_backend_ops *qmm_cuda_backend_ops(void) { return &cuda_ops; }

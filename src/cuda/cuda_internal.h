@@ -4,15 +4,16 @@
  * (cudaGetLastError after the launch); none allocates, synchronizes or copies to the host,
  * so all are safe inside CUDA graph capture.
  *
- * Memory of one weights object on the device (docs/CUDA.md):
- *   q      the packed GGUF rows, m rows of row_bytes (rows compacted: stride = row_bytes);
- *   w16    W dequantized once to f16, m x k row-major, only when every value is finite and
- *          |value| <= 65504 (otherwise NULL and f16 paths are unsupported for it), and
- *          only if the device had the memory (an optional copy: out of memory at weights
- *          creation leaves it NULL, cached_f16 then says so, every other strategy runs).
- *   w8     the fp8 copy (sm_89+), optional in the same way.
- * Context workspace: max over its weights of m*k*4 bytes (dequant_sgemm's f32 W) and
- * QMM_CUDA_X_CHUNK*k*2 bytes (X converted to f16), grown in weights_init, never in matmul.
+ * Memory of one weights object on the device (docs/CUDA.md, "Memory"):
+ *   q      the packed GGUF rows, m rows of row_bytes (rows compacted: stride = row_bytes),
+ *          the only allocation made at creation;
+ *   w16, w8, i8_*  the copies of cached_f16, fp8 and int8 (qmm_cuda_copy), each made by the
+ *          first matmul of its strategy on these weights when the context's qmm_cache_policy
+ *          allows it (backend.c, "Lazy copies"), NULL until then.
+ * Context workspace: scratch of the strategies (dequant_sgemm's f32 W, m*k*4 bytes; X in f16,
+ * fp8 or int8 for one chunk of QMM_CUDA_X_CHUNK tokens) and the staging rows of the value check
+ * at creation and of the f16 / fp8 copies; grown on the first call that needs more (never
+ * during graph capture), never shrunk.
  */
 #ifndef QMM_CUDA_INTERNAL_H
 #define QMM_CUDA_INTERNAL_H
@@ -37,6 +38,9 @@ extern "C" {
 #define QMM_CUDA_GEMV_TOKENS 8
 /* Bytes of cuBLAS workspace given to the handle at context creation (cublasSetWorkspace). */
 #define QMM_CUDA_CUBLAS_WORKSPACE ((size_t)32 << 20)
+/* Staging for W dequantized to f32 by chunks of rows (the value check at creation, the f16 and
+ * fp8 copies): the context workspace holds at least this much (or one row) while staging. */
+#define QMM_CUDA_STAGING_BYTES ((size_t)16 << 20)
 
 /* cuBLASLt objects of the fp8 matmul for one (m_pad, k_pad, n_pad): they depend on the shapes
  * only, never on data or on which weights (so two layers of one shape share an entry and can
@@ -63,29 +67,76 @@ typedef struct qmm_cuda_context {
     void *cublas_workspace;
     void *workspace;        /* see the top of this file */
     size_t workspace_bytes;
+    /* Workspaces replaced by a larger one after a matmul was captured into a CUDA graph: such
+     * a graph may still read them, so they are freed with the context, not when replaced. */
+    void **retired;
+    int n_retired, cap_retired;
+    bool captured;          /* some matmul of this context ran while its stream was captured */
     int *flag;              /* one device int for checks at weights creation */
     cudaEvent_t timer_start, timer_stop;
     bool timer_started;
+    /* qmm_graph_begin / _end / _replay: the kept graph and its replay events. */
+    cudaGraph_t graph;
+    cudaGraphExec_t graph_exec;
+    bool graph_capturing;
+    cudaEvent_t graph_start, graph_stop;
 } qmm_cuda_context;
+
+/* The copies of W a strategy reads (qmm_cache_policy); QMM_CUDA_COPIES: none. */
+typedef enum qmm_cuda_copy {
+    QMM_CUDA_COPY_F16 = 0,  /* cached_f16: w16 */
+    QMM_CUDA_COPY_FP8 = 1,  /* fp8: w8, w8_scale */
+    QMM_CUDA_COPY_INT8 = 2, /* int8: i8_q, i8_d, i8_mn */
+    QMM_CUDA_COPIES = 3
+} qmm_cuda_copy;
 
 typedef struct qmm_cuda_weights {
     uint8_t *q;      /* packed rows, stride row_bytes */
-    uint16_t *w16;   /* f16 copy (m*k), or NULL if W does not fit f16 or w16_oom */
-    bool f16_fits;   /* false: some |w| > 65504 or non-finite */
-    bool w16_oom;    /* the f16 copy was skipped: out of device memory at creation */
-    uint8_t *w8;     /* fp8: E4M3 W, m_pad x k_pad (padding zero), or NULL (sm < 89, non-finite
-                        W, or w8_oom) */
-    bool w8_oom;     /* the fp8 copy was skipped: out of device memory at creation */
+    size_t q_bytes;  /* m * row_bytes */
+    /* Measured at creation over every dequantized element: f16_fits false when some value is
+     * non-finite or rounds beyond the f16 range (|w| >= 65520); nonfinite when some value is
+     * Inf or NaN (checked only when f16_fits is false). */
+    bool f16_fits, nonfinite;
+    uint16_t *w16;   /* f16 copy (m*k, row-major), or NULL while not made */
+    uint8_t *w8;     /* fp8: E4M3 W, m_pad x k_pad (padding zero), or NULL while not made */
     float *w8_scale; /* fp8: per-row scale (m_pad floats, padding 0) */
     int64_t m_pad, k_pad; /* m, k rounded up to 16 (cuBLASLt FP8 alignment) */
-    /* int8 strategy (int8.cu; NULL for f32/f16/bf16 or when the copy did not fit in device
-     * memory, see i8_oom): quants m8 x k8 bytes row-major (m8, k8 = m, k rounded up to 64 by
-     * qmm_cuda_int8_pad), per sub-block scale i8_d and min i8_mn (min types only, else NULL)
-     * as [k8 / G][m8] floats (G = qmm_cuda_int8_sub_block); padding zero. */
+    /* int8 strategy (int8.cu; NULL while not made, always for the types without a repacker):
+     * quants in the fragment order of mma.m16n8k32 (nibbles for q4_0, q4_1, q4_K),
+     * qmm_cuda_int8_quant_bytes(type, m8, k8) bytes (m8, k8 = m, k rounded up to 128 by
+     * qmm_cuda_int8_pad), per sub-block scale i8_d and min i8_mn (min types only, else NULL) as
+     * [k8 / G][m8] floats (G = qmm_cuda_int8_sub_block, rows permuted within 64-row groups);
+     * padding zero. Layout: the top of int8.cu, docs/CUDA.md "int8". */
     int8_t *i8_q;
     float *i8_d, *i8_mn;
-    bool i8_oom;     /* the int8 copy's cudaMalloc ran out of memory: int8 refused */
+    /* Bytes each copy takes once made (0: the type has no such copy). */
+    size_t copy_bytes[QMM_CUDA_COPIES];
+    /* auto ran out of device memory preparing this strategy for these weights (its copy or
+     * the workspace it needs): auto does not choose it again for them. */
+    bool auto_skip[QMM_STRATEGY_COUNT];
 } qmm_cuda_weights;
+
+/*
+ * What `auto` runs on one GPU class for one weight type (src/cuda/auto_table.c): without
+ * QMM_FLAG_BATCH_INVARIANT, the first that applies of
+ *   cached_f16  n >= f16_min_n, W fits f16 and the cache policy lets W hold its f16 copy;
+ *   fp8         n >= fp8_min_n, sm_89+, W finite and the policy lets W hold its fp8 copy;
+ *   gemv        n <= gemv_max_n;
+ *   int8        n >= int8_min_n, a type with a repacker and the policy lets W hold its copy;
+ *   fused       W fits f16;
+ *   dequant_sgemm  with QMM_CACHE_UNLIMITED (its f32 scratch is m*k*4 bytes of workspace);
+ *   gemv        otherwise.
+ * An n threshold of INT64_MAX never applies.
+ */
+typedef struct qmm_cuda_auto_row {
+    int cc;             /* compute capability 10*major + minor of the class; 0: every GPU */
+    int type;           /* a qmm_type, or -1: every type without its own row in the class */
+    int64_t f16_min_n, fp8_min_n, gemv_max_n, int8_min_n;
+} qmm_cuda_auto_row;
+
+/* The row for (cc, type): its own, else the class's row for every type, else the row of
+ * every GPU for the type, else the row of every GPU and type. */
+qmm_cuda_auto_row qmm_cuda_auto_lookup(int cc, int type);
 
 /* True if the CUDA kernels have a descriptor for `type` (qmm_cuda_type, dequant.cuh) whose
  * block size and bytes are these (the type table's): checked at weights creation. */
@@ -149,20 +200,29 @@ bool qmm_cuda_int8_has_type(int type);
 int qmm_cuda_int8_sub_block(int type);
 /* True for types whose repacked value has a min term (q4_1, q5_1, q2_K, q4_K, q5_K). */
 bool qmm_cuda_int8_has_min(int type);
-/* v rounded up to the int8 tile granule (64): m8, k8 of the repacked W, padded X rows. */
+/* v rounded up to the int8 granule (128): m8, k8 of the repacked W, padded X rows. */
 int64_t qmm_cuda_int8_pad(int64_t v);
+/* Bytes of the repacked quants of `type` for m_pad x k_pad (half of m_pad * k_pad for the
+ * nibble types q4_0, q4_1, q4_K). */
+size_t qmm_cuda_int8_quant_bytes(int type, int64_t m_pad, int64_t k_pad);
 /* Context workspace bytes the int8 matmul needs for weights of k columns (X of one chunk of
- * QMM_CUDA_X_CHUNK rows quantized: k8 bytes + 12 bytes of scales per 32 elements per row). */
+ * QMM_CUDA_X_CHUNK rows quantized: k8 bytes + 12 bytes of scales per 32 elements per row;
+ * then 16 MiB for split-k partials). */
 size_t qmm_cuda_int8_workspace_bytes(int64_t k);
 
-/* Repack m rows of `type` (row i at w + i*row_bytes, device) into q (m_pad x k_pad int8),
- * d and mn ([k_pad/G][m_pad] floats; mn only for min types, may be NULL otherwise) so that
- * d*q (+ mn) is bit-identical to the type's dequantization; padding written as zeros.
- * m_pad = qmm_cuda_int8_pad(m), k_pad = qmm_cuda_int8_pad(k). cudaErrorInvalidValue for a type
- * without int8 support. */
+/* Repack m rows of `type` (row i at w + i*row_bytes, device) into q (fragment order,
+ * qmm_cuda_int8_quant_bytes bytes), d and mn ([k_pad/G][m_pad] floats, rows permuted; mn only
+ * for min types, may be NULL otherwise) so that d*q (+ mn) is bit-identical to the type's
+ * dequantization; padding written as zeros. m_pad = qmm_cuda_int8_pad(m), k_pad =
+ * qmm_cuda_int8_pad(k). cudaErrorInvalidValue for a type without int8 support. */
 cudaError_t qmm_cuda_int8_pack(int type, const void *w, size_t row_bytes, int64_t m, int64_t k,
-                               int64_t m_pad, int64_t k_pad, int8_t *q, float *d, float *mn,
+                               int64_t m_pad, int64_t k_pad, void *q, float *d, float *mn,
                                cudaStream_t stream);
+/* Test aid: the same values in plain order: q m_pad x k_pad int8 row-major, d and mn
+ * [k_pad/G][m_pad] in row order. */
+cudaError_t qmm_cuda_int8_pack_rows(int type, const void *w, size_t row_bytes, int64_t m, int64_t k,
+                                    int64_t m_pad, int64_t k_pad, int8_t *q, float *d, float *mn,
+                                    cudaStream_t stream);
 
 /* Quantize n rows of k floats (x + j*ldx, k a multiple of 32) per 32-element block with the
  * CPU's int8 rule (qmm_x86_int8_quantize_row): q (n_pad x k_pad bytes), dx and s32
@@ -173,14 +233,20 @@ cudaError_t qmm_cuda_int8_quantize_x(const float *x, int64_t n, int64_t n_pad, i
                                      int64_t ldx, int64_t k_pad, int8_t *q, float *dx, float *s32,
                                      float *s16, cudaStream_t stream);
 
-/* int8 strategy: y[t*ldy + i] = sum over blocks c (increasing) of the f32 terms
- * fmaf((float)isum, dx*d_w, acc) (+ fmaf(s, mn_w, acc)) for t < n, i < m, from the repacked
- * W (wq, wd, wm as made by qmm_cuda_int8_pack for m, k) and X quantized per call into
- * `workspace` (>= qmm_cuda_int8_workspace_bytes(k)) in chunks of QMM_CUDA_X_CHUNK rows.
- * Integer mma.sync on tensor cores (sm_80+). Batch-invariant and deterministic. */
-cudaError_t qmm_cuda_int8_matmul(int type, const int8_t *wq, const float *wd, const float *wm,
+/* int8 strategy: y[t*ldy + i] for t < n, i < m in the int8 order (int8.cu: per chunk of 16
+ * blocks p = fmaf((float)isum, dx*d_w, p) (+ fmaf(s, mn_w, p)) over its blocks in increasing
+ * order from 0; y = p_0 + p_1 + ... in chunk order), from the repacked W (wq, wd, wm as made
+ * by qmm_cuda_int8_pack for m, k) and X quantized per call into `workspace` (>=
+ * qmm_cuda_int8_workspace_bytes(k)) in chunks of QMM_CUDA_X_CHUNK rows. Integer mma.sync on
+ * tensor cores (sm_80+); n <= 8: the skinny kernel. Batch-invariant and deterministic. */
+cudaError_t qmm_cuda_int8_matmul(int type, const void *wq, const float *wd, const float *wm,
                                  int64_t m, int64_t k, int64_t n, const float *x, int64_t ldx,
                                  float *y, int64_t ldy, void *workspace, cudaStream_t stream);
+
+/* Test and bench aid: force the int8 GEMM's tile configuration (0: 64x64, 1: 128x64, 2: 64x128
+ * W rows x X rows; -1: chosen per shape) and split-k (0 no, 1 yes where the partials fit;
+ * -1: chosen). Process-global; results do not depend on it. */
+void qmm_cuda_int8_force(int cfg, int split);
 
 /* Test aid: spin for about `ns` nanoseconds on the device, then copy count floats src -> dst.
  * Used to check that qmm_matmul waits for earlier work on the caller's stream. */

@@ -1,7 +1,8 @@
 /*
  * int8.cu — the CUDA int8 strategy: X quantized per call to int8 per 32-element block (the
- * CPU's int8_amx rule, bit for bit), W repacked once at weights creation to int8 quants with a
- * float scale (and min) per sub-block, and an integer tensor-core GEMM (mma.sync s8 x s8 ->
+ * CPU's int8_amx rule, bit for bit), W repacked once at weights creation into the register-
+ * fragment order of mma.m16n8k32 (4-bit types as nibbles, the others as int8 quants) with a
+ * float scale (and min) per sub-block, and integer tensor-core kernels (mma.sync s8/u8 x s8 ->
  * s32) whose per-block int32 sums are scaled and accumulated in f32 in a fixed order.
  *
  * X rule (qmm_x86_int8_quantize_row, docs/KERNELS.md "int8_amx"): per 32-element block,
@@ -17,26 +18,54 @@
  * K-quant types, each with a repacker i8_unpack<T> below; the float and unit-codec types have
  * none (their values are not integer quants times one sub-block scale in this form) and the
  * strategy refuses them (backend.c says why).
- * W repack (per type, formulas of src/formats/ and dequant.cuh): per row and sub-block of G
+ * Values (per type, formulas of src/formats/ and dequant.cuh): per row and sub-block of G
  * elements (G = 32; 16 for q2_K, q3_K, q6_K) int8 quants q, a float scale d_w and (q4_1, q5_1,
  * q2_K, q4_K, q5_K) a float min mn_w such that d_w * q (one f32 product) plus mn_w (one f32
  * sum) is bit-identical to the type's dequantization:
  *   q4_0 (q-8, d)   q4_1 (q, d, m)   q5_0 (q-16, d)   q5_1 (q, d, m)   q8_0 (q, d)
  *   q2_K (q, d*(sc&15), -(dmin*(sc>>4)))   q3_K (q-4 or q, d*(sc-32))
  *   q4_K/q5_K (q, d*sc, -(dmin*mn))        q6_K (q-32, d*sc)
- * Layout (device): quants m_pad x k_pad bytes row-major; d_w and mn_w [k_pad/G][m_pad]
- * (sub-block major: the scales of 64 consecutive rows are 256 contiguous bytes). m_pad is m
- * rounded up to 64, k_pad is k rounded up to 64; padding quants and scales are zero.
  *
- * GEMM: CTA tile 64 W rows x 64 X rows, 4 warps of 32 x 32, k in stages of 64 bytes (two
- * 32-blocks) through a 3-stage cp.async pipeline (16-byte copies) into shared memory. Per
- * 32-block c (in increasing order) and per warp fragment, one mma m16n8k32 (or two m16n8k16
- * for 16-element sub-blocks) from zeroed int32 accumulators gives the exact block sums, then
- *     acc = fmaf((float)isum, dx * d_w, acc);   min types: acc = fmaf(s, mn_w, acc)
- * (for G = 16: low half then high half, s per half). An output therefore depends only on its
- * W row, its X row and k: batch-invariant and deterministic (no atomics, no split-k).
- * Sources for the PTX fragment layouts: PTX ISA, "Matrix Fragments for mma.m16n8k32" and
- * "mma.m16n8k16" with .s8 operands.
+ * Repacked layout (device; docs/CUDA.md "int8"): m_pad = m rounded up to 128, k_pad = k
+ * rounded up to 128 (qmm_cuda_int8_pad); padding quants and scales are zero (nibbles: the
+ * nibble of value 0).
+ * - Quants in tiles of 16 rows x 64 columns, tile (mt, kt) (rows 16mt.., columns 64kt..) at
+ *   byte (kt * m_pad/16 + mt) * TB: the tiles of one k64 step of consecutive rows are
+ *   contiguous. Lane L = 4g + t of a warp holds, for the 32-column half h of a tile, the A
+ *   fragment of mma.m16n8k32 (.row): a0 = W[g][32h+4t..+3], a1 = W[g+8][32h+4t..],
+ *   a2 = W[g][32h+16+4t..], a3 = W[g+8][32h+16+4t..] (rows and columns within the tile).
+ *   int8 types (TB = 1024): bytes h*512 + 16L + 4j hold a_j of half h (one 16-byte load per
+ *   lane and half). Nibble types q4_0, q4_1, q4_K (TB = 512): the 16 bytes at 16L hold both
+ *   halves: byte b of word j is (nibble of a_j byte b, half 0) | (nibble of half 1) << 4, the
+ *   nibble being the raw 4-bit quant (q4_0: q + 8). In registers ((P << 4) & 0xF0F0F0F0 for
+ *   half 0, P & 0xF0F0F0F0 for half 1, one more XOR 0x80808080 for q4_0) each byte becomes 16
+ *   times the value: u8 16q for q4_1/q4_K (mma .u8.s8), s8 16(q - 8) for q4_0.
+ * - Scales and mins: [k_pad/G][m_pad] floats, the rows of each 64-row group permuted: row
+ *   r = 16mi + 8e + g of a group is stored at position 8g + 2mi + e, so the four rows a lane
+ *   needs from one warp's 32 rows (g, g+8 of both m16 tiles) are one 16-byte load.
+ *
+ * The sum (the "int8 order", the same for every kernel, n, tile and split): per output y[j][i]
+ * the 32-blocks c = 0 .. k/32-1 in chunks of I8_KS = 16 blocks (512 elements); per chunk
+ * p = 0, then for each block c of the chunk in increasing order (G = 16: low half, then high
+ * half, each with its own d_w, mn_w, s16)
+ *     p = fmaf((float)isum, dx * d_w, p);   min types: p = fmaf(s, mn_w, p)
+ * where isum is the exact integer dot of the block's (sub-block's) int8 quants; then
+ * y = p_0, y = y + p_1, y = y + p_2, ... (f32 additions in chunk order). isum leaves the MMA
+ * exact: its accumulator input is the integer bits of 1.5 * 2^23 (1.5 * 2^19 for nibble
+ * types, whose products are 16 times larger), so the int32 result read as a float is
+ * 1.5 * 2^23 + isum exactly (|isum| < 2^22), and one subtraction gives (float)isum with no
+ * integer-to-float conversion. An output therefore depends only on its W row, its X row and
+ * k: batch-invariant and deterministic (no atomics; the split-k partials are summed in chunk
+ * order by one thread).
+ *
+ * Kernels: n <= 8: i8_skinny_kernel (a warp per 16 W rows and chunk, W fragments loaded from
+ * global memory straight into registers, the 8 X rows and the CTA's scales staged in shared
+ * memory); n > 8: i8_gemm_kernel (CTA tiles of 64 or 128 W rows x 64 or 128 X rows, warps of
+ * 32 x 32 outputs, 4-stage cp.async pipeline, X fragments by ldmatrix). Either runs one CTA
+ * per chunk (split-k: chunk partials in the workspace, then i8_reduce_kernel) or all chunks in
+ * one CTA (y kept between chunks: in registers, or the GEMM's shared memory). Sources for the
+ * PTX fragment layouts: PTX ISA,
+ * "Matrix Fragments for mma.m16n8k32" and "mma.m16n8k16" with .s8/.u8 operands, "ldmatrix".
  */
 #include <stdint.h>
 
@@ -47,11 +76,25 @@
  * Geometry
  * ------------------------------------------------------------------------------------- */
 
-#define I8_TILE 64   /* W rows and X rows per CTA tile; m_pad, n_pad, k_pad granule */
-#define I8_BK 64     /* k bytes per pipeline stage (two 32-blocks) */
-#define I8_STAGES 3
-#define I8_THREADS 128
-#define I8_SROW (I8_BK + 16) /* shared row stride in bytes: 20 words, conflict-free fragment loads */
+#define I8_PAD 128    /* m_pad, k_pad granule (qmm_cuda_int8_pad) */
+#define I8_KS 16      /* 32-blocks per chunk of the int8 order */
+#define I8_BK 64      /* k bytes per GEMM pipeline stage (two 32-blocks) */
+#define I8_STAGES 4
+#define I8_XROW (I8_BK + 16) /* shared X row stride in bytes: ldmatrix rows hit distinct banks */
+#define I8_SKINNY_ROWS 8     /* X rows of the skinny kernel (n <= 8) */
+#define I8_SKINNY_WARPS 8    /* warps (m16 tiles) per skinny CTA */
+/* Workspace bytes for split-k chunk partials (beyond them: no split, same results). */
+#define I8_PARTIAL_BYTES ((size_t)16 << 20)
+
+/* W formats of the repack: int8 quants, or nibbles read as 16q (u8) / 16(q - 8) (s8). */
+enum { I8_FMT_S8 = 0, I8_FMT_NIB_U = 1, I8_FMT_NIB_S = 2 };
+template <int T> struct i8_fmt {
+    static constexpr int v = T == QMM_TYPE_Q4_0                          ? I8_FMT_NIB_S
+                             : (T == QMM_TYPE_Q4_1 || T == QMM_TYPE_Q4_K) ? I8_FMT_NIB_U
+                                                                         : I8_FMT_S8;
+};
+/* Bytes of one 16 x 64 quant tile. */
+template <int FMT> struct i8_tile_bytes { static constexpr int v = FMT == I8_FMT_S8 ? 1024 : 512; };
 
 /* Which types, sub-blocks and min terms: the descriptor's int8 facts (qmm_cuda_type<T>,
  * dequant.cuh), set for the legacy and K-quant types, which have a repacker below. */
@@ -70,16 +113,31 @@ extern "C" bool qmm_cuda_int8_has_min(int type) {
     return qmm_cuda_type_facts_get(type, &f) && f.int8 && f.int8_min;
 }
 
-extern "C" int64_t qmm_cuda_int8_pad(int64_t v) { return (v + I8_TILE - 1) / I8_TILE * I8_TILE; }
+extern "C" int64_t qmm_cuda_int8_pad(int64_t v) { return (v + I8_PAD - 1) / I8_PAD * I8_PAD; }
+
+template <int T> struct i8_fmt_of {
+    static void run(int *fmt) { *fmt = qmm_cuda_type<T>::int8 ? i8_fmt<T>::v : -1; }
+};
+static int i8_format(int type) {
+    int f = -1;
+    return qmm_cuda_dispatch_type<i8_fmt_of>(type, &f) ? f : -1;
+}
+
+extern "C" size_t qmm_cuda_int8_quant_bytes(int type, int64_t m_pad, int64_t k_pad) {
+    const size_t b = (size_t)m_pad * (size_t)k_pad;
+    return i8_format(type) == I8_FMT_S8 ? b : b / 2;
+}
 
 /* X workspace of one chunk: quants QMM_CUDA_X_CHUNK x k_pad, then dx and s [k_pad/32][chunk],
- * then s16 [k_pad/16][chunk] (each part 256-byte aligned). */
+ * then s16 [k_pad/16][chunk] (each part 256-byte aligned), then the split-k partials. */
 static size_t al256(size_t v) { return (v + 255) / 256 * 256; }
 
-extern "C" size_t qmm_cuda_int8_workspace_bytes(int64_t k) {
+static size_t i8_x_bytes(int64_t k) {
     const size_t kp = (size_t)qmm_cuda_int8_pad(k), ch = QMM_CUDA_X_CHUNK;
     return al256(ch * kp) + 2 * al256(kp / 32 * ch * sizeof(float)) + al256(kp / 16 * ch * sizeof(float));
 }
+
+extern "C" size_t qmm_cuda_int8_workspace_bytes(int64_t k) { return i8_x_bytes(k) + I8_PARTIAL_BYTES; }
 
 /* ---------------------------------------------------------------------------------------
  * X quantization: one warp per (row, 32-block), lane = element; row j = blockIdx.y (striding
@@ -147,7 +205,7 @@ extern "C" cudaError_t qmm_cuda_int8_quantize_x(const float *x, int64_t n, int64
 }
 
 /* ---------------------------------------------------------------------------------------
- * W repack: one thread per (row, 32-element block): 32 quants, and per sub-block d_w, mn_w.
+ * W repack: the values of one 32-element block per call of i8_unpack<T>, then the layout.
  * ------------------------------------------------------------------------------------- */
 
 /* Decodes 32-block c of a row (block index within the row) into q[32], d[2], mn[2] (for
@@ -250,14 +308,91 @@ template <> struct i8_unpack<QMM_TYPE_Q6_K> {
     }
 };
 
+/* Position of W row i in the permuted scale layout (see the top of this file). */
+__host__ __device__ __forceinline__ int64_t i8_scale_pos(int64_t i) {
+    const int r = (int)(i & 63);
+    return (i & ~(int64_t)63) | ((r & 7) << 3) | ((r >> 4) << 1) | ((r >> 3) & 1);
+}
+
+/* The fragment-order repack: one thread per (row i < m_pad, k64 tile kt): the two 32-blocks
+ * of the tile decoded by i8_unpack<T>, their quants scattered to the lane words that hold
+ * them, their scales (and mins) to the permuted positions. Rows past m and blocks past k/32
+ * are written as zeros. */
+template <int T, int G, bool MIN, int FMT>
+__global__ void i8_pack_kernel(const uint8_t *__restrict__ w, size_t row_bytes, int64_t m, int64_t k,
+                               int64_t m_pad, int64_t k_pad, uint8_t *__restrict__ q, float *__restrict__ d,
+                               float *__restrict__ mn) {
+    constexpr int TB = i8_tile_bytes<FMT>::v;
+    const int64_t nkt = k_pad / 64;
+    const int64_t tix = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (tix >= m_pad * nkt) return;
+    const int64_t kt = tix / m_pad, i = tix % m_pad; /* consecutive threads: consecutive rows */
+    int8_t v[2][32];
+    float sd[2][2] = {{0.0f, 0.0f}, {0.0f, 0.0f}}, sm[2][2] = {{0.0f, 0.0f}, {0.0f, 0.0f}};
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        const int64_t c = 2 * kt + h;
+        if (i < m && c < k / 32) {
+            i8_unpack<T>::run(w + (size_t)i * row_bytes, c, v[h], sd[h], sm[h]);
+        } else {
+#pragma unroll
+            for (int l = 0; l < 32; l++) v[h][l] = 0;
+        }
+    }
+    const int g = (int)(i & 7), e8 = (int)((i >> 3) & 1);
+    uint8_t *tile = q + (kt * (m_pad / 16) + i / 16) * TB;
+#pragma unroll
+    for (int t = 0; t < 4; t++)
+#pragma unroll
+        for (int hh = 0; hh < 2; hh++) {
+            const int col = 16 * hh + 4 * t, at = (4 * g + t) * 16 + (2 * hh + e8) * 4;
+            if (FMT == I8_FMT_S8) {
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    uint32_t word = 0;
+#pragma unroll
+                    for (int b = 0; b < 4; b++) word |= (uint32_t)(uint8_t)v[h][col + b] << (8 * b);
+                    *(uint32_t *)(tile + h * 512 + at) = word;
+                }
+            } else {
+                const int off = FMT == I8_FMT_NIB_S ? 8 : 0; /* raw nibble = value + off */
+                uint32_t word = 0;
+#pragma unroll
+                for (int b = 0; b < 4; b++) {
+                    const uint32_t lo = (uint32_t)(v[0][col + b] + off) & 15u, hi = (uint32_t)(v[1][col + b] + off) & 15u;
+                    word |= (lo | hi << 4) << (8 * b);
+                }
+                *(uint32_t *)(tile + at) = word;
+            }
+        }
+    const int64_t p = i8_scale_pos(i);
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        const int64_t c = 2 * kt + h;
+        if (G == 32) {
+            d[c * m_pad + p] = sd[h][0];
+            if (MIN) mn[c * m_pad + p] = sm[h][0];
+        } else {
+            d[(2 * c) * m_pad + p] = sd[h][0];
+            d[(2 * c + 1) * m_pad + p] = sd[h][1];
+            if (MIN) {
+                mn[(2 * c) * m_pad + p] = sm[h][0];
+                mn[(2 * c + 1) * m_pad + p] = sm[h][1];
+            }
+        }
+    }
+}
+
+/* Test aid: the same values row-major (quants m_pad x k_pad, scales [k_pad/G][m_pad] in row
+ * order), one thread per (row, 32-block). */
 template <int T, int G, bool MIN>
-__global__ void int8_pack_kernel(const uint8_t *__restrict__ w, size_t row_bytes, int64_t m, int64_t k,
-                                 int64_t m_pad, int64_t k_pad, int8_t *__restrict__ q,
-                                 float *__restrict__ d, float *__restrict__ mn) {
+__global__ void i8_pack_rows_kernel(const uint8_t *__restrict__ w, size_t row_bytes, int64_t m, int64_t k,
+                                    int64_t m_pad, int64_t k_pad, int8_t *__restrict__ q, float *__restrict__ d,
+                                    float *__restrict__ mn) {
     const int64_t kb = k_pad / 32;
     const int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= m_pad * kb) return;
-    const int64_t c = t / m_pad, i = t % m_pad; /* consecutive threads: consecutive rows */
+    const int64_t c = t / m_pad, i = t % m_pad;
     int8_t v[32];
     float sd[2] = {0.0f, 0.0f}, sm[2] = {0.0f, 0.0f};
     if (i < m && c < k / 32) {
@@ -265,62 +400,65 @@ __global__ void int8_pack_kernel(const uint8_t *__restrict__ w, size_t row_bytes
     } else {
         for (int l = 0; l < 32; l++) v[l] = 0;
     }
-    uint32_t words[8];
-    for (int u = 0; u < 8; u++)
-        words[u] = (uint32_t)(uint8_t)v[4 * u] | ((uint32_t)(uint8_t)v[4 * u + 1] << 8) |
-                   ((uint32_t)(uint8_t)v[4 * u + 2] << 16) | ((uint32_t)(uint8_t)v[4 * u + 3] << 24);
-    uint4 *dst = (uint4 *)(q + i * k_pad + 32 * c);
-    dst[0] = make_uint4(words[0], words[1], words[2], words[3]);
-    dst[1] = make_uint4(words[4], words[5], words[6], words[7]);
-    if (G == 32) {
-        d[c * m_pad + i] = sd[0];
-        if (MIN) mn[c * m_pad + i] = sm[0];
-    } else {
-        d[(2 * c) * m_pad + i] = sd[0];
-        d[(2 * c + 1) * m_pad + i] = sd[1];
-        if (MIN) {
-            mn[(2 * c) * m_pad + i] = sm[0];
-            mn[(2 * c + 1) * m_pad + i] = sm[1];
-        }
+    for (int l = 0; l < 32; l++) q[i * k_pad + 32 * c + l] = v[l];
+    for (int hh = 0; hh < 32 / G; hh++) {
+        d[(c * (32 / G) + hh) * m_pad + i] = sd[hh];
+        if (MIN) mn[(c * (32 / G) + hh) * m_pad + i] = sm[hh];
     }
 }
 
-/* The repack of type T, for a type whose descriptor says int8 (i8_unpack<T> exists);
+/* The repack of type T (rows: the test aid's layout), for a type whose descriptor says int8;
  * *refused = true for every other type (nothing launched). */
 template <int T> struct i8_pack_launch {
     static void run(const uint8_t *w, size_t row_bytes, int64_t m, int64_t k, int64_t m_pad, int64_t k_pad,
-                    int8_t *q, float *d, float *mn, cudaStream_t stream, bool *refused) {
+                    void *q, float *d, float *mn, bool rows, cudaStream_t stream, bool *refused) {
         typedef qmm_cuda_type<T> D;
         if constexpr (!D::int8) {
             *refused = true;
         } else {
             *refused = false;
-            const int64_t threads = m_pad * (k_pad / 32);
-            const int tb = 128;
-            const int64_t blocks = (threads + tb - 1) / tb;
-            if (blocks == 0) return;
             constexpr int G = D::int8_sub_block;
             constexpr bool MIN = D::int8_min;
             static_assert(G == 16 || G == 32, "int8 sub-blocks of 16 or 32");
-            int8_pack_kernel<T, G, MIN><<<(unsigned)blocks, tb, 0, stream>>>(w, row_bytes, m, k, m_pad, k_pad,
-                                                                              q, d, mn);
+            const int tb = 128;
+            const int64_t threads = rows ? m_pad * (k_pad / 32) : m_pad * (k_pad / 64);
+            const int64_t blocks = (threads + tb - 1) / tb;
+            if (blocks == 0) return;
+            if (rows)
+                i8_pack_rows_kernel<T, G, MIN><<<(unsigned)blocks, tb, 0, stream>>>(w, row_bytes, m, k, m_pad, k_pad,
+                                                                                   (int8_t *)q, d, mn);
+            else
+                i8_pack_kernel<T, G, MIN, i8_fmt<T>::v><<<(unsigned)blocks, tb, 0, stream>>>(
+                    w, row_bytes, m, k, m_pad, k_pad, (uint8_t *)q, d, mn);
         }
     }
 };
 
-extern "C" cudaError_t qmm_cuda_int8_pack(int type, const void *w, size_t row_bytes, int64_t m,
-                                          int64_t k, int64_t m_pad, int64_t k_pad, int8_t *q,
-                                          float *d, float *mn, cudaStream_t stream) {
+static cudaError_t i8_pack(int type, const void *w, size_t row_bytes, int64_t m, int64_t k, int64_t m_pad,
+                           int64_t k_pad, void *q, float *d, float *mn, bool rows, cudaStream_t stream) {
     bool refused = true;
-    if (!qmm_cuda_dispatch_type<i8_pack_launch>(type, (const uint8_t *)w, row_bytes, m, k, m_pad, k_pad, q, d,
-                                                mn, stream, &refused) ||
+    if (m_pad % I8_PAD != 0 || k_pad % I8_PAD != 0 || m_pad < m || k_pad < k) return cudaErrorInvalidValue;
+    if (!qmm_cuda_dispatch_type<i8_pack_launch>(type, (const uint8_t *)w, row_bytes, m, k, m_pad, k_pad, q, d, mn,
+                                                rows, stream, &refused) ||
         refused)
         return cudaErrorInvalidValue;
     return cudaGetLastError();
 }
 
+extern "C" cudaError_t qmm_cuda_int8_pack(int type, const void *w, size_t row_bytes, int64_t m, int64_t k,
+                                          int64_t m_pad, int64_t k_pad, void *q, float *d, float *mn,
+                                          cudaStream_t stream) {
+    return i8_pack(type, w, row_bytes, m, k, m_pad, k_pad, q, d, mn, false, stream);
+}
+
+extern "C" cudaError_t qmm_cuda_int8_pack_rows(int type, const void *w, size_t row_bytes, int64_t m, int64_t k,
+                                               int64_t m_pad, int64_t k_pad, int8_t *q, float *d, float *mn,
+                                               cudaStream_t stream) {
+    return i8_pack(type, w, row_bytes, m, k, m_pad, k_pad, q, d, mn, true, stream);
+}
+
 /* ---------------------------------------------------------------------------------------
- * GEMM
+ * Kernels
  * ------------------------------------------------------------------------------------- */
 
 __device__ __forceinline__ void i8_cp16(void *smem, const void *gmem) {
@@ -330,175 +468,505 @@ __device__ __forceinline__ void i8_cp16(void *smem, const void *gmem) {
 __device__ __forceinline__ void i8_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N> __device__ __forceinline__ void i8_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
 
-/* D = A (16 x 32, row) * B (32 x 8, col), s8 inputs, s32 result from zero. */
-__device__ __forceinline__ void i8_mma_k32(const uint32_t a[4], const uint32_t b[2], int r[4]) {
-    asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-                 "{%8,%9}, {%10,%10,%10,%10};\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(0));
-}
-/* D = A (16 x 16, row) * B (16 x 8, col), s8 inputs, s32 result from zero. */
-__device__ __forceinline__ void i8_mma_k16(uint32_t a0, uint32_t a1, uint32_t b0, int r[4]) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5}, {%6}, "
-                 "{%7,%7,%7,%7};\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(a0), "r"(a1), "r"(b0), "r"(0));
+/* Four 8 x 16-byte matrices of shared memory: lane l gives the address of row l % 8 of
+ * matrix l / 8; thread T receives bytes 4(T%4)..+3 of row T/4 of matrix i in r_i. */
+__device__ __forceinline__ void i8_ldsm_x4(uint32_t &r0, uint32_t &r1, uint32_t &r2, uint32_t &r3, const void *p) {
+    const unsigned s = (unsigned)__cvta_generic_to_shared(p);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+                 : "r"(s)
+                 : "memory");
 }
 
-/* Shared memory of one stage. NS = sub-blocks per stage (64 / G). */
-template <int G> struct i8_stage {
-    static constexpr int NS = I8_BK / G;
-    int8_t w[I8_TILE * I8_SROW];
-    int8_t x[I8_TILE * I8_SROW];
-    float dw[NS][I8_TILE];
-    float mw[NS][I8_TILE];
-    float dx[I8_BK / 32][I8_TILE];
-    float sx[NS][I8_TILE]; /* s per sub-block: s32 (G = 32) or s16 (G = 16) */
+/* D = A (16 x 32, row) * B (32 x 8, col) + c (every element): s8 or u8 A, s8 B, s32. */
+template <bool U8>
+__device__ __forceinline__ void i8_mma_k32(const uint32_t (&a)[4], uint32_t b0, uint32_t b1, int c, int (&r)[4]) {
+    if constexpr (U8)
+        asm("mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+            "{%10,%10,%10,%10};\n"
+            : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "r"(c));
+    else
+        asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+            "{%10,%10,%10,%10};\n"
+            : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "r"(c));
+}
+/* D = A (16 x 16, row) * B (16 x 8, col) + c, s8 inputs, s32. */
+__device__ __forceinline__ void i8_mma_k16(uint32_t a0, uint32_t a1, uint32_t b0, int c, int (&r)[4]) {
+    asm("mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%7,%7,%7,%7};\n"
+        : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+        : "r"(a0), "r"(a1), "r"(b0), "r"(c));
+}
+
+/* The MMA accumulator input and its float value: the int32 result read as a float is
+ * I8Magic<FMT>::f + isum (int8 quants) or f + isum16 / 16 (nibbles: products 16x). */
+template <int FMT> struct i8_magic {
+    static constexpr int bits = FMT == I8_FMT_S8 ? 0x4B400000 : 0x49400000; /* 1.5 * 2^23, 1.5 * 2^19 */
+    static constexpr float f = FMT == I8_FMT_S8 ? 12582912.0f : 786432.0f;
 };
 
-template <int G, bool MIN>
-__global__ void __launch_bounds__(I8_THREADS)
-int8_gemm_kernel(const int8_t *__restrict__ wq, const float *__restrict__ wd, const float *__restrict__ wm,
-                 int64_t m, int64_t m_pad, int64_t k, int64_t k_pad,
-                 const int8_t *__restrict__ xq, const float *__restrict__ xd, const float *__restrict__ xs,
-                 int64_t nc, int64_t n_pad, float *__restrict__ y, int64_t ldy) {
-    constexpr int NS = I8_BK / G;
-    __shared__ __align__(16) i8_stage<G> sm[I8_STAGES];
+/* The A fragment of 32-column half h (0, 1) from the packed nibble words of a lane. */
+template <int FMT>
+__device__ __forceinline__ void i8_expand(const uint32_t (&p)[4], int h, uint32_t (&a)[4]) {
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+        uint32_t v = (h == 0 ? p[j] << 4 : p[j]) & 0xF0F0F0F0u;
+        if (FMT == I8_FMT_NIB_S) v ^= 0x80808080u;
+        a[j] = v;
+    }
+}
+
+/* One term of the int8 order: p = fmaf((float)isum, dx * d_w, p) (+ fmaf(s, mn_w, p)). */
+template <int FMT, bool MIN>
+__device__ __forceinline__ float i8_term(int r, float dx, float dw, float s, float mw, float p) {
+    const float isum = __fsub_rn(__int_as_float(r), i8_magic<FMT>::f); /* exact */
+    float v = __fmaf_rn(isum, __fmul_rn(dx, dw), p);
+    if (MIN) v = __fmaf_rn(s, mw, v);
+    return v;
+}
+
+/* Arguments of the GEMM and skinny kernels. out + z * zs + j * ldo + i receives output (i, j)
+ * (of chunk z when split, else the whole sum). */
+struct i8_args {
+    const uint8_t *wq;
+    const float *wd, *wm;
+    const int8_t *xq;
+    const float *xd, *xs;
+    float *out;
+    int64_t ldo, zs;
+    int64_t m, m_pad, nc, n_pad, k_pad;
+    int nblk;
+};
+
+/* GEMM tile geometry: WM x WN warps of 32 W rows x 32 X rows; one pipeline stage holds the W
+ * tiles, X rows (padded to I8_XROW bytes), W scales and mins of its NS sub-blocks, dx of its
+ * two 32-blocks and the X sums s of its sub-blocks. */
+template <int G, bool MIN, int FMT, int WM, int WN> struct i8_geom {
+    static constexpr int BM = 32 * WM, BN = 32 * WN, THREADS = 32 * WM * WN, NS = I8_BK / G;
+    static constexpr int TB = i8_tile_bytes<FMT>::v;
+    static constexpr int W_BYTES = BM / 16 * TB, X_BYTES = BN * I8_XROW;
+    static constexpr int OFF_X = W_BYTES, OFF_DW = OFF_X + X_BYTES, OFF_MW = OFF_DW + NS * BM * 4;
+    static constexpr int OFF_DX = OFF_MW + (MIN ? NS * BM * 4 : 0), OFF_SX = OFF_DX + 2 * BN * 4;
+    static constexpr int STAGE = OFF_SX + (MIN ? NS * BN * 4 : 0);
+    static constexpr int SMEM = STAGE * I8_STAGES;
+    static constexpr int TOTS = 32 * THREADS * 4; /* MULTI: bytes of y kept between chunks */
+    static_assert(STAGE % 16 == 0 && BM >= 64, "16-byte aligned stages; 64-row scale groups");
+};
+
+/* n > 8. grid (W tiles, X tiles, chunks or 1). MULTI: the CTA runs every chunk (y = p_0,
+ * y += p_1, ... in registers); else chunk blockIdx.z only. */
+template <int G, bool MIN, int FMT, int WM, int WN, bool MULTI>
+__global__ void __launch_bounds__(32 * WM * WN) i8_gemm_kernel(const i8_args a) {
+    typedef i8_geom<G, MIN, FMT, WM, WN> Q;
+    extern __shared__ __align__(16) uint8_t i8_smem[];
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int g = lane >> 2, t = lane & 3;
-    const int wm_ = (warp & 1) * 32, wn_ = (warp >> 1) * 32;
-    const int64_t i0 = (int64_t)blockIdx.x * I8_TILE; /* W rows */
-    const int64_t j0 = (int64_t)blockIdx.y * I8_TILE; /* X rows */
-    const int64_t nst = k_pad / I8_BK;
-    const int64_t nblk = k / 32;
+    const int wm = warp % WM, wn = warp / WM;
+    const int64_t i0 = (int64_t)blockIdx.x * Q::BM, j0 = (int64_t)blockIdx.y * Q::BN;
+    const int nblk = a.nblk, nchunk = (nblk + I8_KS - 1) / I8_KS;
+    const int ch0 = MULTI ? 0 : (int)blockIdx.z, ch1 = MULTI ? nchunk : ch0 + 1;
+    const int st0 = ch0 * (I8_KS / 2), st1 = min(ch1 * (I8_KS / 2), (nblk + 1) / 2);
+    const int64_t mt16 = a.m_pad / 16;
 
-    auto load = [&](int64_t st) {
-        i8_stage<G> &s = sm[st % I8_STAGES];
-        const int64_t kb = st * I8_BK;
+    /* The 16-byte copies of one stage, numbered c = 0 .. NC-1: W tiles, X rows, W scales, W
+     * mins, dx, s. Thread tid makes copies tid + it * THREADS; its source addresses are formed
+     * once here for stage st0 and advance by a per-copy stride per stage. */
+    constexpr int NWC = Q::W_BYTES / 16, NXC = Q::BN * 4, NDW = Q::NS * Q::BM / 4, NMW = MIN ? NDW : 0;
+    constexpr int NDX = 2 * Q::BN / 4, NSX = MIN ? Q::NS * Q::BN / 4 : 0;
+    constexpr int NC = NWC + NXC + NDW + NMW + NDX + NSX, SLOTS = (NC + Q::THREADS - 1) / Q::THREADS;
+    const uint8_t *src[SLOTS];
+    int dst[SLOTS], step[SLOTS];
 #pragma unroll
-        for (int r = 0; r < 2; r++) { /* 64 rows x 4 chunks of 16 bytes, W and X */
-            const int id = tid + I8_THREADS * r, row = id >> 2, col = (id & 3) * 16;
-            i8_cp16(&s.w[row * I8_SROW + col], wq + (i0 + row) * k_pad + kb + col);
-            i8_cp16(&s.x[row * I8_SROW + col], xq + (j0 + row) * k_pad + kb + col);
+    for (int it = 0; it < SLOTS; it++) {
+        int c = tid + it * Q::THREADS;
+        if (c >= NC) c = NC - 1; /* no copy (the guard below); any valid address */
+        if (c < NWC) { /* tile i0/16 + c / (TB/16) of k64 step st */
+            src[it] = a.wq + ((int64_t)st0 * mt16 + i0 / 16) * Q::TB + 16 * c;
+            dst[it] = 16 * c;
+            step[it] = (int)(mt16 * Q::TB);
+        } else if ((c -= NWC) < NXC) {
+            const int r = c >> 2, col = c & 3;
+            src[it] = (const uint8_t *)(a.xq + (j0 + r) * a.k_pad + (int64_t)I8_BK * st0 + 16 * col);
+            dst[it] = Q::OFF_X + r * I8_XROW + 16 * col;
+            step[it] = I8_BK;
+        } else if ((c -= NXC) < NDW + NMW) {
+            const bool mins = c >= NDW;
+            if (mins) c -= NDW;
+            const int sub = c / (Q::BM / 4), col = 4 * (c % (Q::BM / 4));
+            src[it] = (const uint8_t *)((mins ? a.wm : a.wd) + ((int64_t)st0 * Q::NS + sub) * a.m_pad + i0 + col);
+            dst[it] = (mins ? Q::OFF_MW : Q::OFF_DW) + 4 * (sub * Q::BM + col);
+            step[it] = (int)(4 * Q::NS * a.m_pad);
+        } else if ((c -= NDW + NMW) < NDX) {
+            const int sub = c / (Q::BN / 4), col = 4 * (c % (Q::BN / 4));
+            src[it] = (const uint8_t *)(a.xd + ((int64_t)st0 * 2 + sub) * a.n_pad + j0 + col);
+            dst[it] = Q::OFF_DX + 4 * (sub * Q::BN + col);
+            step[it] = (int)(4 * 2 * a.n_pad);
+        } else {
+            c -= NDX;
+            const int sub = c / (Q::BN / 4), col = 4 * (c % (Q::BN / 4));
+            src[it] = (const uint8_t *)(a.xs + ((int64_t)st0 * Q::NS + sub) * a.n_pad + j0 + col);
+            dst[it] = Q::OFF_SX + 4 * (sub * Q::BN + col);
+            step[it] = (int)(4 * Q::NS * a.n_pad);
         }
-        /* Scales: NS (or 2) sub-block rows of 64 floats = 16 chunks each. */
-        if (tid < NS * 16) {
-            const int sub = tid >> 4, col = (tid & 15) * 4;
-            const int64_t gs = st * NS + sub;
-            i8_cp16(&s.dw[sub][col], wd + gs * m_pad + i0 + col);
-            if (MIN) {
-                i8_cp16(&s.mw[sub][col], wm + gs * m_pad + i0 + col);
-                i8_cp16(&s.sx[sub][col], xs + gs * n_pad + j0 + col);
-            }
-        }
-        if (tid < 32) {
-            const int sub = tid >> 4, col = (tid & 15) * 4;
-            i8_cp16(&s.dx[sub][col], xd + (st * 2 + sub) * n_pad + j0 + col);
+    }
+    /* stages are loaded in order st0, st0 + 1, ...: each load copies and advances */
+    auto load = [&](int slot) {
+        uint8_t *s = i8_smem + slot * Q::STAGE;
+#pragma unroll
+        for (int it = 0; it < SLOTS; it++) {
+            if (NC % Q::THREADS == 0 || tid + it * Q::THREADS < NC) i8_cp16(s + dst[it], src[it]);
+            src[it] += step[it];
         }
     };
 
+    /* MULTI: y between chunks in shared memory after the stages, output q of thread tid at
+     * tots[q * THREADS + tid] (consecutive threads, consecutive words) */
+    float *tots = (float *)(i8_smem + Q::SMEM);
     float acc[2][4][4];
 #pragma unroll
-    for (int a = 0; a < 2; a++)
+    for (int mi = 0; mi < 2; mi++)
 #pragma unroll
-        for (int b = 0; b < 4; b++)
+        for (int ni = 0; ni < 4; ni++)
 #pragma unroll
-            for (int e = 0; e < 4; e++) acc[a][b][e] = 0.0f;
+            for (int e = 0; e < 4; e++) acc[mi][ni][e] = 0.0f;
+    bool first = true;
 
 #pragma unroll
-    for (int st = 0; st < I8_STAGES - 1; st++) {
-        if (st < nst) load(st);
+    for (int i = 0; i < I8_STAGES - 1; i++) {
+        if (st0 + i < st1) load(i);
         i8_commit();
     }
-    for (int64_t st = 0; st < nst; st++) {
+    for (int st = st0; st < st1; st++) {
         i8_wait<I8_STAGES - 2>();
-        __syncthreads();
-        if (st + I8_STAGES - 1 < nst) load(st + I8_STAGES - 1);
+        __syncthreads(); /* stage st landed; every warp is done with the slot refilled next */
+        if (st + I8_STAGES - 1 < st1) load((st - st0 + I8_STAGES - 1) % I8_STAGES);
         i8_commit();
-        const i8_stage<G> &s = sm[st % I8_STAGES];
-#pragma unroll
-        for (int cb = 0; cb < I8_BK / 32; cb++) {
-            if (st * 2 + cb >= nblk) break; /* padding blocks: never added */
-            uint32_t a[2][4], b[4][2];
+        const uint8_t *s = i8_smem + ((st - st0) % I8_STAGES) * Q::STAGE;
+        uint32_t pk[2][4];
+        if constexpr (FMT != I8_FMT_S8) {
 #pragma unroll
             for (int mi = 0; mi < 2; mi++) {
-                const int8_t *p = &s.w[(wm_ + 16 * mi + g) * I8_SROW + 32 * cb + 4 * t];
-                a[mi][0] = *(const uint32_t *)p;
-                a[mi][1] = *(const uint32_t *)(p + 8 * I8_SROW);
-                a[mi][2] = *(const uint32_t *)(p + 16);
-                a[mi][3] = *(const uint32_t *)(p + 8 * I8_SROW + 16);
+                const uint4 v = *(const uint4 *)(s + (2 * wm + mi) * Q::TB + 16 * lane);
+                pk[mi][0] = v.x, pk[mi][1] = v.y, pk[mi][2] = v.z, pk[mi][3] = v.w;
             }
+        }
 #pragma unroll
-            for (int ni = 0; ni < 4; ni++) {
-                const int8_t *p = &s.x[(wn_ + 8 * ni + g) * I8_SROW + 32 * cb + 4 * t];
-                b[ni][0] = *(const uint32_t *)p;
-                b[ni][1] = *(const uint32_t *)(p + 16);
+        for (int cb = 0; cb < 2; cb++) {
+            const int blk = 2 * st + cb;
+            if (blk >= nblk) break; /* padding blocks: never added */
+            uint32_t A[2][4];
+#pragma unroll
+            for (int mi = 0; mi < 2; mi++) {
+                if constexpr (FMT == I8_FMT_S8) {
+                    const uint4 v = *(const uint4 *)(s + (2 * wm + mi) * Q::TB + 512 * cb + 16 * lane);
+                    A[mi][0] = v.x, A[mi][1] = v.y, A[mi][2] = v.z, A[mi][3] = v.w;
+                } else {
+                    i8_expand<FMT>(pk[mi], cb, A[mi]);
+                }
             }
-            float xdv[4][2];
+            uint32_t B[4][2];
 #pragma unroll
-            for (int ni = 0; ni < 4; ni++)
+            for (int p = 0; p < 2; p++)
+                i8_ldsm_x4(B[2 * p][0], B[2 * p][1], B[2 * p + 1][0], B[2 * p + 1][1],
+                           s + Q::OFF_X + (wn * 32 + 16 * p + ((lane >> 4) & 1) * 8 + (lane & 7)) * I8_XROW +
+                               32 * cb + ((lane >> 3) & 1) * 16);
+            const float *sdx = (const float *)(s + Q::OFF_DX) + cb * Q::BN + wn * 32 + 2 * t;
+            float2 dxv[4];
 #pragma unroll
-                for (int e = 0; e < 2; e++) xdv[ni][e] = s.dx[cb][wn_ + 8 * ni + 2 * t + e];
+            for (int ni = 0; ni < 4; ni++) dxv[ni] = *(const float2 *)(sdx + 8 * ni);
 #pragma unroll
             for (int h = 0; h < 32 / G; h++) {
                 const int sub = cb * (32 / G) + h;
-                float wdv[2][2], wmv[2][2], xsv[4][2];
+                /* rows g, g+8 of both m16 tiles: positions 8g + 2mi + e of the 64-row group */
+                const int wpos = sub * Q::BM + (wm >> 1) * 64 + 8 * g + 4 * (wm & 1);
+                const float4 dw4 = *(const float4 *)((const float *)(s + Q::OFF_DW) + wpos);
+                float4 mw4 = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+                float2 sxv[4];
 #pragma unroll
-                for (int mi = 0; mi < 2; mi++)
+                for (int ni = 0; ni < 4; ni++) sxv[ni] = make_float2(0.0f, 0.0f);
+                if (MIN) {
+                    mw4 = *(const float4 *)((const float *)(s + Q::OFF_MW) + wpos);
+                    const float *ssx = (const float *)(s + Q::OFF_SX) + sub * Q::BN + wn * 32 + 2 * t;
 #pragma unroll
-                    for (int e = 0; e < 2; e++) {
-                        wdv[mi][e] = s.dw[sub][wm_ + 16 * mi + g + 8 * e];
-                        wmv[mi][e] = MIN ? s.mw[sub][wm_ + 16 * mi + g + 8 * e] : 0.0f;
-                    }
-#pragma unroll
-                for (int ni = 0; ni < 4; ni++)
-#pragma unroll
-                    for (int e = 0; e < 2; e++) xsv[ni][e] = MIN ? s.sx[sub][wn_ + 8 * ni + 2 * t + e] : 0.0f;
+                    for (int ni = 0; ni < 4; ni++) sxv[ni] = *(const float2 *)(ssx + 8 * ni);
+                }
+                const float dwv[2][2] = {{dw4.x, dw4.y}, {dw4.z, dw4.w}};
+                const float mwv[2][2] = {{mw4.x, mw4.y}, {mw4.z, mw4.w}};
 #pragma unroll
                 for (int mi = 0; mi < 2; mi++)
 #pragma unroll
                     for (int ni = 0; ni < 4; ni++) {
                         int r[4];
-                        if (G == 32) i8_mma_k32(a[mi], b[ni], r);
-                        else i8_mma_k16(a[mi][2 * h], a[mi][2 * h + 1], b[ni][h], r);
+                        if constexpr (G == 32) i8_mma_k32<FMT == I8_FMT_NIB_U>(A[mi], B[ni][0], B[ni][1], i8_magic<FMT>::bits, r);
+                        else i8_mma_k16(A[mi][2 * h], A[mi][2 * h + 1], B[ni][h], i8_magic<FMT>::bits, r);
 #pragma unroll
-                        for (int e = 0; e < 4; e++) {
-                            /* r[e]: W row g + 8 (e >> 1), X row 2t + (e & 1) of the fragment. */
-                            const float scale = __fmul_rn(xdv[ni][e & 1], wdv[mi][e >> 1]);
-                            float v = __fmaf_rn((float)r[e], scale, acc[mi][ni][e]);
-                            if (MIN) v = __fmaf_rn(xsv[ni][e & 1], wmv[mi][e >> 1], v);
-                            acc[mi][ni][e] = v;
-                        }
+                        for (int e = 0; e < 4; e++) /* r[e]: W row g + 8(e >> 1), X row 2t + (e & 1) */
+                            acc[mi][ni][e] = i8_term<FMT, MIN>(r[e], (e & 1) ? dxv[ni].y : dxv[ni].x, dwv[mi][e >> 1],
+                                                                (e & 1) ? sxv[ni].y : sxv[ni].x, mwv[mi][e >> 1],
+                                                                acc[mi][ni][e]);
                     }
             }
+        }
+        if (MULTI && ((st + 1) % (I8_KS / 2) == 0 || st + 1 == st1)) { /* chunk done: y = p_0, y += p_c */
+#pragma unroll
+            for (int mi = 0; mi < 2; mi++)
+#pragma unroll
+                for (int ni = 0; ni < 4; ni++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++) {
+                        float &tv = tots[((mi * 4 + ni) * 4 + e) * Q::THREADS + tid];
+                        if (first) tv = acc[mi][ni][e];
+                        else tv = __fadd_rn(tv, acc[mi][ni][e]);
+                        acc[mi][ni][e] = 0.0f;
+                    }
+            first = false;
         }
     }
     i8_wait<0>();
 
+    float *out = a.out + (MULTI ? 0 : (int64_t)blockIdx.z * a.zs);
 #pragma unroll
     for (int mi = 0; mi < 2; mi++)
 #pragma unroll
         for (int ni = 0; ni < 4; ni++)
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                const int64_t i = i0 + wm_ + 16 * mi + g + 8 * (e >> 1);
-                const int64_t j = j0 + wn_ + 8 * ni + 2 * t + (e & 1);
-                if (i < m && j < nc) y[j * ldy + i] = acc[mi][ni][e];
+                const int64_t i = i0 + wm * 32 + 16 * mi + 8 * (e >> 1) + g;
+                const int64_t j = j0 + wn * 32 + 8 * ni + 2 * t + (e & 1);
+                if (i < a.m && j < a.nc)
+                    out[j * a.ldo + i] = MULTI ? tots[((mi * 4 + ni) * 4 + e) * Q::THREADS + tid] : acc[mi][ni][e];
             }
 }
 
-template <int G, bool MIN>
-static cudaError_t i8_gemm_launch(const int8_t *wq, const float *wd, const float *wm, int64_t m, int64_t m_pad,
-                                  int64_t k, int64_t k_pad, const int8_t *xq, const float *xd,
-                                  const float *xs, int64_t nc, int64_t n_pad, float *y, int64_t ldy,
-                                  cudaStream_t stream) {
-    const dim3 grid((unsigned)(m_pad / I8_TILE), (unsigned)(n_pad / I8_TILE));
-    int8_gemm_kernel<G, MIN><<<grid, I8_THREADS, 0, stream>>>(wq, wd, wm, m, m_pad, k, k_pad, xq, xd, xs,
-                                                             nc, n_pad, y, ldy);
-    return cudaGetLastError();
+/* n <= 8: a CTA of I8_SKINNY_WARPS warps, warp w on the 16 W rows of tile blockIdx.x *
+ * I8_SKINNY_WARPS + w against the 8 X rows (padding rows are zero; outputs past n are not
+ * stored). Per chunk the X quants, dx and s of the chunk and the CTA's W scales and mins are
+ * staged in shared memory; the warp's W fragments of the chunk (8 tiles) are loaded from
+ * global memory straight into registers, all before the first MMA. MULTI: every chunk (y in
+ * registers between chunks); else chunk blockIdx.y only. */
+template <int G, bool MIN, int FMT, bool MULTI>
+__global__ void __launch_bounds__(32 * I8_SKINNY_WARPS) i8_skinny_kernel(const i8_args a) {
+    constexpr int TB = i8_tile_bytes<FMT>::v, SPB = 32 / G, NSC = I8_KS * SPB; /* sub-blocks per chunk */
+    constexpr int THREADS = 32 * I8_SKINNY_WARPS, ROWS = 16 * I8_SKINNY_WARPS, NT = I8_KS / 2;
+    constexpr int XR = I8_KS * 32 + 16; /* shared X row stride: rows g land on distinct banks */
+    __shared__ __align__(16) int8_t xs[I8_SKINNY_ROWS * XR];
+    __shared__ __align__(16) float sdx[I8_KS][I8_SKINNY_ROWS];
+    __shared__ __align__(16) float ssx[MIN ? NSC : 1][I8_SKINNY_ROWS];
+    __shared__ __align__(16) float sdw[NSC][ROWS];
+    __shared__ __align__(16) float smw[MIN ? NSC : 1][ROWS];
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
+    const int64_t i0 = (int64_t)blockIdx.x * ROWS, mt = (int64_t)blockIdx.x * I8_SKINNY_WARPS + warp;
+    const bool live = mt * 16 < a.m; /* warp-uniform */
+    const int nblk = a.nblk, nchunk = (nblk + I8_KS - 1) / I8_KS;
+    const int ch0 = MULTI ? 0 : (int)blockIdx.y, ch1 = MULTI ? nchunk : ch0 + 1;
+    const int64_t tstride = (a.m_pad / 16) * TB; /* bytes from one k64 tile to the next */
+    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f}, tot[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (int ch = ch0; ch < ch1; ch++) {
+        const int b0 = ch * I8_KS, nb = min(I8_KS, nblk - b0);
+        __syncthreads(); /* every warp is done with the previous chunk */
+        for (int c = tid; c < I8_SKINNY_ROWS * 2 * I8_KS; c += THREADS) {
+            const int r = c / (2 * I8_KS), col = c % (2 * I8_KS);
+            if (col < 2 * nb) i8_cp16(xs + r * XR + 16 * col, a.xq + r * a.k_pad + 32 * (int64_t)b0 + 16 * col);
+        }
+        for (int c = tid; c < 2 * I8_KS; c += THREADS)
+            if ((c >> 1) < nb) i8_cp16(&sdx[c >> 1][4 * (c & 1)], a.xd + (int64_t)(b0 + (c >> 1)) * a.n_pad + 4 * (c & 1));
+        for (int c = tid; c < NSC * ROWS / 4; c += THREADS) {
+            const int sb = c / (ROWS / 4), col = 4 * (c % (ROWS / 4));
+            if (sb < nb * SPB) {
+                const int64_t at = ((int64_t)b0 * SPB + sb) * a.m_pad + i0 + col;
+                i8_cp16(&sdw[sb][col], a.wd + at);
+                if (MIN) i8_cp16(&smw[sb][col], a.wm + at);
+            }
+        }
+        if (MIN)
+            for (int c = tid; c < 2 * NSC; c += THREADS)
+                if ((c >> 1) < nb * SPB)
+                    i8_cp16(&ssx[c >> 1][4 * (c & 1)], a.xs + ((int64_t)b0 * SPB + (c >> 1)) * a.n_pad + 4 * (c & 1));
+        i8_commit();
+        /* W fragments of the chunk, straight to registers (before waiting for the staging) */
+        uint4 wv[FMT == I8_FMT_S8 ? 2 * NT : NT];
+        const uint8_t *wt = a.wq + ((int64_t)(b0 / 2) * (a.m_pad / 16) + mt) * TB + 16 * lane;
+#pragma unroll
+        for (int u = 0; u < NT; u++) {
+            const bool in = live && 2 * u < nb;
+            if constexpr (FMT == I8_FMT_S8) {
+                wv[2 * u] = in ? __ldg((const uint4 *)(wt + u * tstride)) : make_uint4(0, 0, 0, 0);
+                wv[2 * u + 1] = in ? __ldg((const uint4 *)(wt + u * tstride + 512)) : make_uint4(0, 0, 0, 0);
+            } else {
+                wv[u] = in ? __ldg((const uint4 *)(wt + u * tstride)) : make_uint4(0, 0, 0, 0);
+            }
+        }
+        i8_wait<0>();
+        __syncthreads(); /* the chunk is staged */
+        if (!live) continue;
+        const int wpos = (warp >> 2) * 64 + 8 * g + 2 * (warp & 3); /* rows g, g+8 of tile mt */
+#pragma unroll
+        for (int bl = 0; bl < I8_KS; bl++) {
+            if (bl >= nb) break;
+            uint32_t A[4];
+            if constexpr (FMT == I8_FMT_S8) {
+                A[0] = wv[bl].x, A[1] = wv[bl].y, A[2] = wv[bl].z, A[3] = wv[bl].w;
+            } else {
+                const uint4 v = wv[bl / 2];
+                const uint32_t p[4] = {v.x, v.y, v.z, v.w};
+                i8_expand<FMT>(p, bl & 1, A);
+            }
+            const uint32_t b0r = *(const uint32_t *)(xs + g * XR + 32 * bl + 4 * t);
+            const uint32_t b1r = *(const uint32_t *)(xs + g * XR + 32 * bl + 16 + 4 * t);
+            const float2 dxv = *(const float2 *)&sdx[bl][2 * t];
+#pragma unroll
+            for (int h = 0; h < SPB; h++) {
+                const int sb = bl * SPB + h;
+                const float2 dw2 = *(const float2 *)&sdw[sb][wpos];
+                const float2 mw2 = MIN ? *(const float2 *)&smw[sb][wpos] : make_float2(0.0f, 0.0f);
+                const float2 sxv = MIN ? *(const float2 *)&ssx[sb][2 * t] : make_float2(0.0f, 0.0f);
+                int r[4];
+                if constexpr (G == 32) i8_mma_k32<FMT == I8_FMT_NIB_U>(A, b0r, b1r, i8_magic<FMT>::bits, r);
+                else i8_mma_k16(A[2 * h], A[2 * h + 1], h ? b1r : b0r, i8_magic<FMT>::bits, r);
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    acc[e] = i8_term<FMT, MIN>(r[e], (e & 1) ? dxv.y : dxv.x, (e >> 1) ? dw2.y : dw2.x,
+                                               (e & 1) ? sxv.y : sxv.x, (e >> 1) ? mw2.y : mw2.x, acc[e]);
+            }
+        }
+        if (MULTI) {
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                tot[e] = ch == 0 ? acc[e] : __fadd_rn(tot[e], acc[e]);
+                acc[e] = 0.0f;
+            }
+        }
+    }
+    if (!live) return;
+    float *out = a.out + (MULTI ? 0 : (int64_t)blockIdx.y * a.zs);
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+        const int64_t i = mt * 16 + g + 8 * (e >> 1), j = 2 * t + (e & 1);
+        if (i < a.m && j < a.nc) out[j * a.ldo + i] = MULTI ? tot[e] : acc[e];
+    }
 }
 
-extern "C" cudaError_t qmm_cuda_int8_matmul(int type, const int8_t *wq, const float *wd, const float *wm,
+/* Split-k: y[j][i] = p_0 + p_1 + ... (in chunk order) of the partials ws[z * zs + j * m + i]. */
+__global__ void i8_reduce_kernel(const float *__restrict__ ws, int64_t zs, int nz, int64_t m, int64_t nc,
+                                 float *__restrict__ y, int64_t ldy) {
+    const int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= m * nc) return;
+    const int64_t j = idx / m, i = idx - j * m;
+    float v = ws[idx];
+    for (int z = 1; z < nz; z++) v = __fadd_rn(v, ws[z * zs + idx]);
+    y[j * ldy + i] = v;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Host: kernel choice and launch
+ * ------------------------------------------------------------------------------------- */
+
+/* GEMM tile configurations (warps along W rows x along X rows). */
+static const int k_i8_cfg[][2] = {{2, 2}, {4, 2}, {2, 4}};
+#define I8_NCFG 3
+
+/* Test and bench aid (qmm_cuda_int8_force): -1 = the heuristic's choice. Process-global. */
+static int g_i8_cfg = -1, g_i8_split = -1;
+extern "C" void qmm_cuda_int8_force(int cfg, int split) {
+    g_i8_cfg = cfg >= 0 && cfg < I8_NCFG ? cfg : -1;
+    g_i8_split = split == 0 || split == 1 ? split : -1;
+}
+
+/* Raises the dynamic shared-memory limit of kernel f on the current device once per device. */
+template <class K> static cudaError_t i8_smem_attr(K f, int bytes, unsigned long long *done) {
+    int dev = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e != cudaSuccess) return e;
+    const unsigned long long bit = dev < 64 ? 1ull << dev : 0;
+    if (bit != 0 && (*done & bit)) return cudaSuccess;
+    e = cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+    if (e == cudaSuccess) *done |= bit;
+    return e;
+}
+
+template <int G, bool MIN, int FMT> struct i8_kernels {
+    template <int WM, int WN, bool MULTI> static cudaError_t gemm1(const i8_args &a, int nz, cudaStream_t s) {
+        typedef i8_geom<G, MIN, FMT, WM, WN> Q;
+        static unsigned long long done = 0;
+        const int smem = Q::SMEM + (MULTI ? Q::TOTS : 0);
+        cudaError_t e = i8_smem_attr(i8_gemm_kernel<G, MIN, FMT, WM, WN, MULTI>, smem, &done);
+        if (e != cudaSuccess) return e;
+        const dim3 grid((unsigned)((a.m + Q::BM - 1) / Q::BM), (unsigned)((a.nc + Q::BN - 1) / Q::BN), (unsigned)nz);
+        i8_gemm_kernel<G, MIN, FMT, WM, WN, MULTI><<<grid, Q::THREADS, smem, s>>>(a);
+        return cudaGetLastError();
+    }
+    static cudaError_t gemm(int cfg, bool split, const i8_args &a, int nz, cudaStream_t s) {
+        switch (cfg * 2 + (split ? 0 : 1)) {
+        case 0: return gemm1<2, 2, false>(a, nz, s);
+        case 1: return gemm1<2, 2, true>(a, 1, s);
+        case 2: return gemm1<4, 2, false>(a, nz, s);
+        case 3: return gemm1<4, 2, true>(a, 1, s);
+        case 4: return gemm1<2, 4, false>(a, nz, s);
+        default: return gemm1<2, 4, true>(a, 1, s);
+        }
+    }
+    static cudaError_t skinny(bool split, const i8_args &a, int nz, cudaStream_t s) {
+        const dim3 grid((unsigned)((a.m + 16 * I8_SKINNY_WARPS - 1) / (16 * I8_SKINNY_WARPS)), (unsigned)(split ? nz : 1));
+        if (split) i8_skinny_kernel<G, MIN, FMT, false><<<grid, 32 * I8_SKINNY_WARPS, 0, s>>>(a);
+        else i8_skinny_kernel<G, MIN, FMT, true><<<grid, 32 * I8_SKINNY_WARPS, 0, s>>>(a);
+        return cudaGetLastError();
+    }
+};
+
+template <int T> struct i8_launch {
+    static void run(bool skinny, int cfg, bool split, const i8_args *a, int nz, cudaStream_t s, cudaError_t *e) {
+        typedef qmm_cuda_type<T> D;
+        if constexpr (!D::int8) {
+            *e = cudaErrorInvalidValue;
+        } else {
+            typedef i8_kernels<D::int8_sub_block, D::int8_min, i8_fmt<T>::v> K;
+            *e = skinny ? K::skinny(split, *a, nz, s) : K::gemm(cfg, split, *a, nz, s);
+        }
+    }
+};
+
+/* The multiprocessor count of the current device (cached per device). */
+static int i8_sms(void) {
+    static int cached[64];
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return 132;
+    if (cached[dev] == 0) {
+        int v = 0;
+        if (cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || v <= 0) v = 132;
+        cached[dev] = v;
+    }
+    return cached[dev];
+}
+
+/* GEMM choice for m x nc with nchunk chunks: the configuration and split that minimise a
+ * model time: waves of CTAs (units / SMs, rounded up) times a CTA's element-blocks times a
+ * per-tile overhead for loads, plus the split's partial traffic and its reduce launch. Any
+ * choice gives the same bits (the int8 order does not depend on it). */
+static void i8_choose(int64_t m, int64_t nc, int nblk, int nchunk, bool split_ok, int *cfg, bool *split) {
+    const int sms = i8_sms();
+    double best = 1e300;
+    *cfg = 0;
+    *split = false;
+    for (int c = 0; c < I8_NCFG; c++) {
+        const int64_t bm = 32 * k_i8_cfg[c][0], bn = 32 * k_i8_cfg[c][1];
+        const int64_t tiles = ((m + bm - 1) / bm) * ((nc + bn - 1) / bn);
+        for (int sp = 0; sp < (split_ok && nchunk > 1 ? 2 : 1); sp++) {
+            const int64_t units = tiles * (sp ? nchunk : 1);
+            const double blocks = sp ? (double)nblk / nchunk : (double)nblk;
+            const double waves = (double)((units + sms - 1) / sms);
+            double t = waves * ((double)(bm * bn) * blocks * 0.0164 * (1.0 + 8.0 / bm + 8.0 / bn) + 500.0);
+            if (sp) t += (double)(nchunk + 1) * (double)(m * nc) * 4.0 / 3000.0 + 1500.0;
+            if (t < best) {
+                best = t;
+                *cfg = c;
+                *split = sp != 0;
+            }
+        }
+    }
+}
+
+extern "C" cudaError_t qmm_cuda_int8_matmul(int type, const void *wq, const float *wd, const float *wm,
                                             int64_t m, int64_t k, int64_t n, const float *x, int64_t ldx,
                                             float *y, int64_t ldy, void *workspace, cudaStream_t stream) {
     if (!qmm_cuda_int8_has_type(type)) return cudaErrorInvalidValue;
@@ -509,19 +977,53 @@ extern "C" cudaError_t qmm_cuda_int8_matmul(int type, const int8_t *wq, const fl
     float *xd = (float *)(base + al256(ch * kp));
     float *s32 = (float *)((uint8_t *)xd + al256(kp / 32 * ch * sizeof(float)));
     float *s16 = (float *)((uint8_t *)s32 + al256(kp / 32 * ch * sizeof(float)));
+    float *part = (float *)(base + i8_x_bytes(k));
     const int G = qmm_cuda_int8_sub_block(type);
-    const bool mn = qmm_cuda_int8_has_min(type);
+    const int nblk = (int)(k / 32), nchunk = (nblk + I8_KS - 1) / I8_KS;
+    if ((m + 127) / 128 > 0x7FFFFFFF || nchunk > 65535) return cudaErrorInvalidConfiguration;
     for (int64_t t0 = 0; t0 < n; t0 += QMM_CUDA_X_CHUNK) {
         const int64_t nc = n - t0 < QMM_CUDA_X_CHUNK ? n - t0 : QMM_CUDA_X_CHUNK;
-        const int64_t n_pad = qmm_cuda_int8_pad(nc);
+        const bool skinny = nc <= I8_SKINNY_ROWS;
+        const int64_t n_pad = skinny ? I8_SKINNY_ROWS : qmm_cuda_int8_pad(nc);
         cudaError_t e = qmm_cuda_int8_quantize_x(x + t0 * ldx, nc, n_pad, k, ldx, k_pad, xq, xd, s32, s16, stream);
         if (e != cudaSuccess) return e;
         float *yc = y + t0 * ldy;
-        if (G == 32 && mn) e = i8_gemm_launch<32, true>(wq, wd, wm, m, m_pad, k, k_pad, xq, xd, s32, nc, n_pad, yc, ldy, stream);
-        else if (G == 32) e = i8_gemm_launch<32, false>(wq, wd, wm, m, m_pad, k, k_pad, xq, xd, s32, nc, n_pad, yc, ldy, stream);
-        else if (mn) e = i8_gemm_launch<16, true>(wq, wd, wm, m, m_pad, k, k_pad, xq, xd, s16, nc, n_pad, yc, ldy, stream);
-        else e = i8_gemm_launch<16, false>(wq, wd, wm, m, m_pad, k, k_pad, xq, xd, s16, nc, n_pad, yc, ldy, stream);
+        const bool split_ok = nchunk > 1 && (size_t)nchunk * (size_t)(m * nc) * sizeof(float) <= I8_PARTIAL_BYTES;
+        int cfg = 0;
+        bool split = false;
+        if (skinny) {
+            split = split_ok && (m + 127) / 128 < 2 * (int64_t)i8_sms();
+            if (g_i8_split >= 0) split = split_ok && g_i8_split == 1;
+        } else {
+            i8_choose(m, nc, nblk, nchunk, split_ok, &cfg, &split);
+            if (g_i8_cfg >= 0) cfg = g_i8_cfg;
+            if (g_i8_split >= 0) split = split_ok && g_i8_split == 1;
+        }
+        i8_args a;
+        a.wq = (const uint8_t *)wq;
+        a.wd = wd;
+        a.wm = wm;
+        a.xq = xq;
+        a.xd = xd;
+        a.xs = G == 32 ? s32 : s16;
+        a.out = split ? part : yc;
+        a.ldo = split ? m : ldy;
+        a.zs = split ? m * nc : 0;
+        a.m = m;
+        a.m_pad = m_pad;
+        a.nc = nc;
+        a.n_pad = n_pad;
+        a.k_pad = k_pad;
+        a.nblk = nblk;
+        if (!qmm_cuda_dispatch_type<i8_launch>(type, skinny, cfg, split, &a, nchunk, stream, &e)) return cudaErrorInvalidValue;
         if (e != cudaSuccess) return e;
+        if (split) {
+            const int64_t total = m * nc, tb = 256;
+            i8_reduce_kernel<<<(unsigned)((total + tb - 1) / tb), (unsigned)tb, 0, stream>>>(part, m * nc, nchunk, m, nc,
+                                                                                             yc, ldy);
+            e = cudaGetLastError();
+            if (e != cudaSuccess) return e;
+        }
     }
     return cudaSuccess;
 }

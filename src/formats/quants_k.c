@@ -150,11 +150,15 @@ static void dequantize_q6_K_aligned(const void *src, float *dst, int64_t k) {
             const uint8_t *qh = x[i].qh + 32 * h;
             const int8_t *sc = x[i].scales + 8 * h;
             for (int p = 0; p < 4; p++) {
-                for (int l = 0; l < 32; l++) {
-                    const int lo = (ql[l + 32 * (p & 1)] >> (4 * (p >> 1))) & 0xF;
-                    const int hi = (qh[l] >> (2 * p)) & 3;
-                    const int qv = (lo | (hi << 4)) - 32;
-                    y[128 * h + 32 * p + l] = d * (float)sc[2 * p + l / 16] * (float)qv;
+                /* (d * sc) * (q - 32), the scale of 16 elements formed once */
+                for (int s16 = 0; s16 < 2; s16++) {
+                    const float ds = d * (float)sc[2 * p + s16];
+                    for (int l = 16 * s16; l < 16 * s16 + 16; l++) {
+                        const int lo = (ql[l + 32 * (p & 1)] >> (4 * (p >> 1))) & 0xF;
+                        const int hi = (qh[l] >> (2 * p)) & 3;
+                        const int qv = (lo | (hi << 4)) - 32;
+                        y[128 * h + 32 * p + l] = ds * (float)qv;
+                    }
                 }
             }
         }

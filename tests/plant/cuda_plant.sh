@@ -54,6 +54,8 @@ PLANTS=(
 "H_fp8_padding_columns_stale|test_H_*|src/cuda/fp8.cu|s/for (int64_t i = threadIdx.x; i < quads; i += kThreads) {/for (int64_t i = threadIdx.x; i < (k + 3) \/ 4; i += kThreads) {/"
 "M_timer_end_event_on_other_stream|test_M_*|src/cuda/backend.c|s/cudaEventRecord(c->timer_stop, c->stream)/cudaEventRecord(c->timer_stop, 0)/"
 "E_gemv_units_past_k|test_E_*|src/cuda/gemv.cu|s/const int kc = (int)(k - c0 < CH ? k - c0 : CH);/const int kc = CH;/"
+"D_int8_repack_lanes_swapped|test_D_*|src/cuda/int8.cu|s/at = (4 \* g + t) \* 16 + (2 \* hh + e8) \* 4;/at = (4 * g + (t ^ 1)) * 16 + (2 * hh + e8) * 4;/"
+"F_int8_epilogue_dx_of_other_column|test_F_m_n*|src/cuda/int8.cu|s/(e \& 1) ? dxv\[ni\].y : dxv\[ni\].x/(e >> 1) ? dxv[ni].y : dxv[ni].x/ ;; s/(e \& 1) ? dxv.y : dxv.x/(e >> 1) ? dxv.y : dxv.x/"
 )
 
 if [ -n "${PLANT_ONLY:-}" ]; then

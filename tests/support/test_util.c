@@ -1,7 +1,9 @@
 /* test_util.c — see test_util.h. */
 #include "test_util.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 
 tu_rng tu_rng_make(uint64_t seed) {
@@ -154,4 +156,18 @@ bool tu_bits_equal(const float *a, int64_t lda, const float *b, int64_t ldb, int
     for (int64_t i = 0; i < rows; i++)
         if (memcmp(a + i * lda, b + i * ldb, (size_t)cols * sizeof(float)) != 0) return false;
     return true;
+}
+
+static char tu_xdg_dir[512];
+
+static void tu_xdg_remove(void) { rmdir(tu_xdg_dir); } /* only if nothing was left in it */
+
+void tu_webgpu_env(void) {
+    const char *x = getenv("XDG_RUNTIME_DIR");
+    if (x != NULL && x[0] != '\0') return;
+    const char *tmp = getenv("TMPDIR");
+    snprintf(tu_xdg_dir, sizeof tu_xdg_dir, "%s/qmm-xdg-XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
+    if (mkdtemp(tu_xdg_dir) == NULL) return; /* mkdtemp makes it 0700 */
+    setenv("XDG_RUNTIME_DIR", tu_xdg_dir, 1);
+    atexit(tu_xdg_remove);
 }

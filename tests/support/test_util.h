@@ -93,4 +93,9 @@ void tu_weights_free(tu_weights *w);
 bool tu_bits_equal(const float *a, int64_t lda, const float *b, int64_t ldb, int64_t rows,
                    int64_t cols);
 
+/* Before the first WebGPU context: Mesa's Vulkan drivers (lavapipe) want XDG_RUNTIME_DIR to
+ * be a private directory (libwayland prints errors otherwise); when it is unset, make a 0700
+ * one under the temporary directory and set it. */
+void tu_webgpu_env(void);
+
 #endif /* QMM_TEST_UTIL_H */

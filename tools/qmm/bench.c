@@ -5,9 +5,15 @@
  *
  * For each (W, n, strategy): W, X and Y live in several copies (rotated, so the timed calls
  * do not find them in cache), warmup calls run first, then `iters` calls are timed one by
- * one with qmm_timer_begin/qmm_timer_end and the median is reported. The last output is
- * compared in full with qmm_matmul_ref (parallel over blocks of W rows); a row that fails
- * prints FAIL and no speed, and the command exits 1.
+ * one with qmm_timer_begin/qmm_timer_end and the median is reported: the row's figure on the
+ * CPU, its single-call latency on CUDA. On CUDA the main figure is the device time of
+ * back-to-back calls: at least BENCH_GRAPH_MIN_CALLS calls over the copies recorded in a CUDA
+ * graph (qmm_graph_begin/end), replayed `iters` times (qmm_graph_replay), the median replay
+ * divided by its calls. The last output is compared in full with qmm_matmul_ref (parallel
+ * over blocks of W rows); a row that fails prints FAIL and no speed, and the command exits 1.
+ * Each row also reports what its first weights object holds (qmm_weights_memory); that object
+ * is made anew for a row when an earlier row left copies in it, so that a row shows the
+ * copies of its own path.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -28,9 +34,11 @@
 #include "opts.h"
 #include "presets.h"
 #include "qmm.h"
+#include "qmm_webgpu.h"
 #include "report.h"
 #include "sysinfo.h"
 #include "verify.h"
+#include "webgpu_geometry.h"
 
 #define BENCH_DEFAULT_N 512
 #define BENCH_DEFAULT_ITERS 3
@@ -40,6 +48,8 @@
 #define BENCH_MAX_DIM (1 << 24)
 #define BENCH_MAX_ITERS 1000000
 #define BENCH_MAX_COPIES 64
+/* CUDA: calls recorded in one replayed graph, at least (a multiple of the copies). */
+#define BENCH_GRAPH_MIN_CALLS 16
 /* Bytes of W/X/Y copies to rotate through at most (per matrix and n). */
 #define BENCH_ROTATE_BUDGET ((size_t)1 << 30)
 /* CUDA: the GPU's L2 is not flushed from the host; rotate through at least this many bytes
@@ -73,6 +83,10 @@ typedef struct bench_opts {
     const char *json_path;
     bool csv, verify;
     bool batch_invariant; /* --batch-invariant: QMM_FLAG_BATCH_INVARIANT on the context */
+    qmm_cache_policy cache; /* --cache */
+    double cache_limit;
+    char cache_text[48];  /* as the header prints it: "default", "none", "unlimited", "limit X" */
+    webgpu_geometry geom; /* WebGPU fused geometry (environment, then flags) */
 } bench_opts;
 
 static void usage(FILE *f) {
@@ -96,9 +110,17 @@ static void usage(FILE *f) {
         "  --n LIST           token counts n (default %d)\n"
         "  --strategy LIST    qmm strategies, e.g. fused or gemv,fused (default auto; the\n"
         "                     env QMM_STRATEGY replaces auto); rows show the resolved one\n"
-        "  --backend cpu|cuda backend (default cpu); cuda keeps X and Y in device memory\n"
-        "  --candidate FILE.cu  compare a run-time compiled CUDA kernel with the production\n"
-        "                     gemv kernel (qmm bench --candidate F --help; docs/BENCH.md)\n"
+        "  --backend cpu|cuda|webgpu  backend (default cpu); cuda and webgpu keep X and Y in\n"
+        "                     device memory (webgpu: WebGPU buffers; times from timestamp\n"
+        "                     queries)\n"
+        "  --candidate FILE.cu|FILE.wgsl  compare a run-time compiled CUDA kernel with the\n"
+        "                     production gemv kernel, or a WGSL kernel with the production\n"
+        "                     fused or gemv kernel (qmm bench --candidate F --help; docs/BENCH.md)\n"
+        "webgpu fused geometry (env WG_M, WG_N, TILE_K, TILE_M, TILE_N; flags replace them;\n"
+        "checked against the kernel and the adapter's limits before anything runs):\n"
+        "  --wg-m N, --wg-n N threads per workgroup along m and n (2, 4, 8, 16, 32; default 16)\n"
+        "  --tile-k N         k per step through workgroup memory (8, 16, 32, 64; default 32)\n"
+        "  --tile-m 4, --tile-n 4  the thread tile: only 4 (four named vec4 accumulators)\n"
         "\n"
         "how:\n"
         "  --iters N          timed calls per row, median reported (default %d; env ITERS)\n"
@@ -111,8 +133,12 @@ static void usage(FILE *f) {
         "  --verify, --no-verify   compare with the reference (default on)\n"
         "  --batch-invariant  run with QMM_FLAG_BATCH_INVARIANT (row j of Y depends only on\n"
         "                     row j of X, bit for bit, for every n)\n"
+        "  --cache default|none|unlimited|X  the context's qmm_cache_policy: which copies of\n"
+        "                     W (f16, fp8, int8) CUDA weights may hold; X (a number >= 0):\n"
+        "                     copies up to X times the GGUF bytes (default: default)\n"
         "\n"
-        "output:\n"
+        "output (CUDA: ms = device time of back-to-back calls, a replayed CUDA graph, and\n"
+        "ms(1call) / latency_ms = one call alone; res_MiB = what the weights hold):\n"
         "  --json FILE        also write the header and rows as JSON\n"
         "  --csv              CSV on stdout instead of the table\n"
         "  --help             this text\n"
@@ -171,8 +197,32 @@ static bool parse_shapes(const char *s, bench_opts *o) {
 enum {
     OPT_PRESET = 256, OPT_MODEL, OPT_SHAPE, OPT_WHOLE, OPT_TYPES, OPT_N, OPT_ITERS, OPT_WARMUP,
     OPT_THREADS, OPT_STRATEGY, OPT_BACKEND, OPT_FILL, OPT_SEED, OPT_JSON, OPT_CSV, OPT_VERIFY,
-    OPT_NO_VERIFY, OPT_BATCH_INVARIANT
+    OPT_NO_VERIFY, OPT_BATCH_INVARIANT, OPT_CACHE, OPT_GEOM
 };
+
+/* --cache: a policy name or a limit (a plain decimal number >= 0, at most 1e6). */
+static bool parse_cache(const char *s, bench_opts *o) {
+    o->cache_limit = 0.0;
+    if (strcmp(s, "default") == 0) o->cache = QMM_CACHE_DEFAULT;
+    else if (strcmp(s, "none") == 0) o->cache = QMM_CACHE_NONE;
+    else if (strcmp(s, "unlimited") == 0) o->cache = QMM_CACHE_UNLIMITED;
+    else {
+        char *end = NULL;
+        errno = 0;
+        const double v = strtod(s, &end);
+        if (s[0] < '0' || s[0] > '9' || end == s || *end != '\0' || errno != 0 || !(v >= 0.0) || v > 1e6) {
+            fprintf(stderr, "qmm bench: --cache '%s' is not default, none, unlimited or a number "
+                            "0..1e6 (copies up to that many times the GGUF bytes)\n", s);
+            return false;
+        }
+        o->cache = QMM_CACHE_LIMIT;
+        o->cache_limit = v;
+        snprintf(o->cache_text, sizeof o->cache_text, "limit %g", v);
+        return true;
+    }
+    snprintf(o->cache_text, sizeof o->cache_text, "%s", s);
+    return true;
+}
 
 /* 0 = run, 1 = --help printed, 2 = usage error (message printed). */
 static int parse_args(int argc, char **argv, bench_opts *o) {
@@ -195,6 +245,12 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
         {"verify", no_argument, NULL, OPT_VERIFY},
         {"no-verify", no_argument, NULL, OPT_NO_VERIFY},
         {"batch-invariant", no_argument, NULL, OPT_BATCH_INVARIANT},
+        {"cache", required_argument, NULL, OPT_CACHE},
+        {"wg-m", required_argument, NULL, OPT_GEOM},
+        {"wg-n", required_argument, NULL, OPT_GEOM},
+        {"tile-k", required_argument, NULL, OPT_GEOM},
+        {"tile-m", required_argument, NULL, OPT_GEOM},
+        {"tile-n", required_argument, NULL, OPT_GEOM},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -205,6 +261,8 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
     o->backend = QMM_BACKEND_CPU;
     o->fill = FILL_QUANTIZED;
     o->verify = true;
+    o->cache = QMM_CACHE_DEFAULT;
+    snprintf(o->cache_text, sizeof o->cache_text, "default");
     bool iters_given = false, preset_given = false;
 
     /* Environment first (flags override), each parsed strictly whenever it is set. */
@@ -225,12 +283,17 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
         }
     }
 
+    webgpu_geometry flags;
+    memset(&flags, 0, sizeof flags);
     opterr = 0;
     optind = 0; /* GNU: full re-initialization */
-    int c;
-    while ((c = getopt_long(argc, argv, ":h", long_opts, NULL)) != -1) {
+    int c, li = -1;
+    while ((c = getopt_long(argc, argv, ":h", long_opts, &li)) != -1) {
         int64_t v;
         switch (c) {
+        case OPT_GEOM:
+            if (webgpu_geometry_flag(&flags, long_opts[li].name, optarg) != 1) return 2;
+            break;
         case OPT_PRESET:
             o->preset = bench_preset_find(optarg);
             if (o->preset == NULL) {
@@ -265,9 +328,10 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
         case OPT_BACKEND:
             if (strcmp(optarg, "cpu") == 0) o->backend = QMM_BACKEND_CPU;
             else if (strcmp(optarg, "cuda") == 0) o->backend = QMM_BACKEND_CUDA;
+            else if (strcmp(optarg, "webgpu") == 0) o->backend = QMM_BACKEND_WEBGPU;
             else {
-                fprintf(stderr, "qmm bench: --backend: unknown backend '%s' (expected cpu or "
-                                "cuda)\n", optarg);
+                fprintf(stderr, "qmm bench: --backend: unknown backend '%s' (expected cpu, cuda "
+                                "or webgpu)\n", optarg);
                 return 2;
             }
             break;
@@ -287,6 +351,7 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
         case OPT_VERIFY: o->verify = true; break;
         case OPT_NO_VERIFY: o->verify = false; break;
         case OPT_BATCH_INVARIANT: o->batch_invariant = true; break;
+        case OPT_CACHE: if (!parse_cache(optarg, o)) return 2; break;
         case 'h': usage(stdout); return 1;
         case ':':
             fprintf(stderr, "qmm bench: option '%s' needs a value\n", argv[optind - 1]);
@@ -298,6 +363,22 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
         }
     }
     (void)iters_given;
+    /* The WebGPU geometry: the environment, then the flags; only for --backend webgpu. */
+    if (flags.from_flags && o->backend != QMM_BACKEND_WEBGPU) {
+        fprintf(stderr, "qmm bench: --wg-m/--wg-n/--tile-k/--tile-m/--tile-n apply to --backend "
+                        "webgpu only\n");
+        return 2;
+    }
+    if (o->backend == QMM_BACKEND_WEBGPU) {
+        if (!webgpu_geometry_env(&o->geom)) return 2;
+        if (flags.wg_m) o->geom.wg_m = flags.wg_m;
+        if (flags.wg_n) o->geom.wg_n = flags.wg_n;
+        if (flags.tile_k) o->geom.tile_k = flags.tile_k;
+        if (flags.tile_m) o->geom.tile_m = flags.tile_m;
+        if (flags.tile_n) o->geom.tile_n = flags.tile_n;
+        o->geom.from_flags = flags.from_flags;
+        if (!webgpu_geometry_check_tiles(&o->geom)) return 2;
+    }
     if (optind < argc) {
         fprintf(stderr, "qmm bench: unexpected argument '%s' (see qmm bench --help)\n",
                 argv[optind]);
@@ -353,6 +434,10 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
 
 typedef struct bench_total {
     double ms, flops, bytes, max_nmse, max_rel;
+    double latency_ms;      /* sum of count x latency (CUDA); n_latency rows had one */
+    int n_latency;
+    qmm_weights_memory_info resident; /* sum of count x each row's resident bytes */
+    int n_resident;
     int64_t count;
     int n_fail, n_skip, n_unverified, n_rows;
     char strategy[24];
@@ -439,6 +524,7 @@ static void row_init(bench_row *row, const bench_matrix *bm, int64_t n) {
     row->n = n;
     row->count = bm->count;
     row->roof_pct = -1.0;
+    row->latency_ms = -1.0;
     snprintf(row->strategy, sizeof row->strategy, "-");
     row->nmse = -1; /* no comparison made */
 }
@@ -465,7 +551,7 @@ static qmm_strategy effective_strategy(qmm_strategy s) {
 static int copies_for(const bench_run *r, size_t ws) {
     const int64_t calls = r->o->warmup + r->o->iters;
     int64_t want = calls; /* CPU: each call on its own copy, caches flushed before the first */
-    if (r->o->backend == QMM_BACKEND_CUDA) {
+    if (r->o->backend == QMM_BACKEND_CUDA || r->o->backend == QMM_BACKEND_WEBGPU) {
         int64_t cover = (int64_t)((BENCH_GPU_ROTATE_BYTES + ws - 1) / ws);
         want = cover > calls ? cover : calls;
     }
@@ -475,12 +561,53 @@ static int copies_for(const bench_run *r, size_t ws) {
     return want < 1 ? 1 : (int)want;
 }
 
+/* Device time of back-to-back calls (CUDA): `calls` calls over the copies recorded in a graph,
+ * replayed max(warmup, 1) times untimed, then `iters` times timed; *ms = the median replay /
+ * calls. The capture is always ended. On failure `err` gets the library's sentence. */
+static qmm_status time_graph(bench_run *r, const bench_matrix *bm, int64_t n, qmm_weights **w,
+                             float **x, float **y, int copies, int calls, double *ms, char *err,
+                             size_t err_size) {
+    const bench_opts *o = r->o;
+    qmm_context *ctx = r->ctx;
+    qmm_status st = qmm_graph_begin(ctx);
+    for (int i = 0; i < calls && st == QMM_OK; i++)
+        st = qmm_matmul(ctx, w[i % copies], n, x[i % copies], bm->k, y[i % copies], bm->m);
+    if (st != QMM_OK) {
+        snprintf(err, err_size, "%s", qmm_last_error());
+        qmm_graph_end(ctx); /* the error above is the one to report */
+        return st;
+    }
+    st = qmm_graph_end(ctx);
+    double *t = st == QMM_OK ? malloc((size_t)o->iters * sizeof *t) : NULL;
+    if (st == QMM_OK && t == NULL) {
+        snprintf(err, err_size, "out of memory");
+        return QMM_ERR_OUT_OF_MEMORY;
+    }
+    const int64_t warm = o->warmup > 0 ? o->warmup : 1;
+    double one = 0.0;
+    for (int64_t i = 0; i < warm && st == QMM_OK; i++) st = qmm_graph_replay(ctx, 1, &one);
+    for (int64_t i = 0; i < o->iters && st == QMM_OK; i++) {
+        st = qmm_graph_replay(ctx, 1, &one);
+        t[i] = one / (double)calls;
+    }
+    if (st == QMM_OK) *ms = median(t, o->iters);
+    else snprintf(err, err_size, "%s", qmm_last_error());
+    free(t);
+    return st;
+}
+
+/* The calls recorded in one graph: a multiple of the copies, at least BENCH_GRAPH_MIN_CALLS. */
+static int graph_calls_for(int copies) {
+    return copies * ((BENCH_GRAPH_MIN_CALLS + copies - 1) / copies);
+}
+
 /* Time and verify one strategy on prepared copies; fills row (status, speeds, diff). */
 static void time_strategy(bench_run *r, const bench_matrix *bm, int64_t n, qmm_strategy want,
                           qmm_weights **w, float **x, float **y, int copies,
                           const float *y_ref, float *y_host, bench_row *row) {
     const bench_opts *o = r->o;
     qmm_context *ctx = r->ctx;
+    const bool cuda = o->backend == QMM_BACKEND_CUDA;
     const size_t y_bytes = (size_t)n * (size_t)bm->m * sizeof(float);
     snprintf(row->strategy, sizeof row->strategy, "%s", qmm_strategy_name(want));
     qmm_status st = qmm_context_set_strategy(ctx, effective_strategy(want));
@@ -495,11 +622,10 @@ static void time_strategy(bench_run *r, const bench_matrix *bm, int64_t n, qmm_s
         row_fail(row, "%s: %s", qmm_status_str(st), qmm_last_error());
         return;
     }
-    snprintf(row->strategy, sizeof row->strategy, "%s", qmm_strategy_name(path.strategy));
-    snprintf(row->kernel, sizeof row->kernel, "%s", path.kernel);
     /* One untimed call per weights copy first: a backend may build a cached layout of the
-     * weights on their first matmul (the CPU's AMX tiles), a one-time cost per matrix that
-     * is not what a row measures. Done before the poisoning below. */
+     * weights on their first matmul (the CPU's AMX tiles, the CUDA copies of qmm_cache_policy),
+     * a one-time cost per matrix that is not what a row measures. Done before the poisoning
+     * below. */
     for (int c = 0; c < copies && st == QMM_OK; c++)
         st = qmm_matmul(ctx, w[c], n, x[c], bm->k, y[c], bm->m);
     if (st == QMM_OK) st = qmm_context_synchronize(ctx);
@@ -507,6 +633,15 @@ static void time_strategy(bench_run *r, const bench_matrix *bm, int64_t n, qmm_s
         row_fail(row, "qmm_matmul (first call): %s: %s", qmm_status_str(st), qmm_last_error());
         return;
     }
+    /* The path after the first calls (auto may have taken its next choice, e.g. when a copy
+     * did not fit in device memory). */
+    st = qmm_matmul_path(ctx, w[0], n, &path);
+    if (st != QMM_OK) {
+        row_fail(row, "qmm_matmul_path: %s: %s", qmm_status_str(st), qmm_last_error());
+        return;
+    }
+    snprintf(row->strategy, sizeof row->strategy, "%s", qmm_strategy_name(path.strategy));
+    snprintf(row->kernel, sizeof row->kernel, "%s", path.kernel);
     /* Poison every output copy: an output the matmul did not write fails verification. */
     for (size_t i = 0; i < (size_t)n * (size_t)bm->m; i++) y_host[i] = NAN;
     for (int c = 0; c < copies && st == QMM_OK; c++)
@@ -546,12 +681,33 @@ static void time_strategy(bench_run *r, const bench_matrix *bm, int64_t n, qmm_s
         free(ms);
         return;
     }
-    row->ms = median(ms, o->iters);
+    const double single = median(ms, o->iters);
     free(ms);
+    row->ms = single;
+    row->latency_ms = -1.0;
+    if (cuda) { /* the main figure: device time of back-to-back calls */
+        const int gcalls = graph_calls_for(copies);
+        char err[512] = "";
+        double dev = 0.0;
+        st = time_graph(r, bm, n, w, x, y, copies, gcalls, &dev, err, sizeof err);
+        if (st != QMM_OK) {
+            row_fail(row, "graph of %d calls: %s: %s", gcalls, qmm_status_str(st), err);
+            return;
+        }
+        row->ms = dev;
+        row->latency_ms = single;
+        row->graph_calls = gcalls;
+        last = (gcalls - 1) % copies;
+    }
     st = qmm_buffer_download(ctx, y_host, y[last], y_bytes);
     if (st != QMM_OK) {
         row_fail(row, "reading Y: %s", qmm_last_error());
         return;
+    }
+    qmm_weights_memory_info mem;
+    if (qmm_weights_memory(w[0], &mem) == QMM_OK) {
+        row->resident = mem;
+        row->has_resident = true;
     }
     const double flops = 2.0 * (double)bm->m * (double)bm->k * (double)n;
     size_t w_bytes = 0;
@@ -612,6 +768,22 @@ static void total_add(bench_total *t, const bench_row *row) {
     if (row->status != ROW_PASS && row->status != ROW_UNVERIFIED) return;
     const double c = (double)row->count;
     t->ms += c * row->ms;
+    if (row->latency_ms >= 0) {
+        t->latency_ms += c * row->latency_ms;
+        t->n_latency++;
+    }
+    if (row->has_resident) {
+        const size_t cc = (size_t)row->count;
+        t->resident.backend = row->resident.backend;
+        t->resident.gguf_bytes += cc * row->resident.gguf_bytes;
+        t->resident.repacked_bytes += cc * row->resident.repacked_bytes;
+        t->resident.f16_bytes += cc * row->resident.f16_bytes;
+        t->resident.fp8_bytes += cc * row->resident.fp8_bytes;
+        t->resident.int8_bytes += cc * row->resident.int8_bytes;
+        t->resident.bf16_bytes += cc * row->resident.bf16_bytes;
+        t->resident.total_bytes += cc * row->resident.total_bytes;
+        t->n_resident++;
+    }
     t->flops += c * 2.0 * (double)row->m * (double)row->k * (double)row->n;
     t->bytes += c * row->ms * row->gbps * 1e6;
     if (row->status == ROW_PASS) {
@@ -632,6 +804,7 @@ static void total_emit(bench_run *r, bench_total *t, const char *type, const cha
     row.count = t->count;
     row.is_total = true;
     row.roof_pct = -1.0;
+    row.latency_ms = -1.0;
     row.nmse = -1;
     if (t->n_fail > 0 || t->n_skip > 0) {
         row.status = t->n_fail > 0 ? ROW_FAIL : ROW_SKIP;
@@ -640,12 +813,18 @@ static void total_emit(bench_run *r, bench_total *t, const char *type, const cha
     } else {
         row.status = t->n_unverified > 0 ? ROW_UNVERIFIED : ROW_PASS;
         row.ms = t->ms;
+        if (t->n_latency == t->n_rows) row.latency_ms = t->latency_ms;
+        if (t->n_resident == t->n_rows) {
+            row.resident = t->resident;
+            row.has_resident = true;
+        }
         row.gflops = t->ms > 0 ? t->flops / (t->ms * 1e6) : INFINITY;
         row.gbps = t->ms > 0 ? t->bytes / (t->ms * 1e6) : INFINITY;
         if (row.status == ROW_PASS) {
             row.nmse = t->max_nmse;
             row.max_rel_err = t->max_rel;
-            snprintf(row.note, sizeof row.note, "sum of count x median ms; nmse/max_rel: worst row");
+            snprintf(row.note, sizeof row.note, "sum of count x median ms%s; nmse/max_rel: worst row",
+                     t->n_latency > 0 ? " (device time; latency_ms: sum of count x latency)" : "");
         }
     }
     /* a total of failed rows is not itself a new failure */
@@ -664,6 +843,24 @@ static void fail_matrix(bench_run *r, bench_row *row) {
             if (r->totals) total_add(&r->totals[ni * (size_t)o->n_strategies + (size_t)si], row);
             r->done++;
         }
+}
+
+/* Create weights objects w[*n_w .. copies-1] from bm's host bytes (*n_w counts those made). */
+static qmm_status weights_make(qmm_context *ctx, const bench_matrix *bm, size_t row_bytes,
+                               qmm_weights **w, int *n_w, int copies) {
+    qmm_status st = QMM_OK;
+    for (; *n_w < copies && st == QMM_OK; (*n_w)++) {
+        st = qmm_weights_create(ctx, bm->type, bm->m, bm->k, bm->w, row_bytes, &w[*n_w]);
+        if (st != QMM_OK) break;
+    }
+    return st;
+}
+
+/* True if the weights hold copies made after creation (qmm_weights_memory). */
+static bool weights_have_copies(const qmm_weights *w) {
+    qmm_weights_memory_info m;
+    return w != NULL && qmm_weights_memory(w, &m) == QMM_OK &&
+           m.total_bytes > m.gguf_bytes + m.repacked_bytes;
 }
 
 /* Bench one weight matrix for every n and strategy; rows go to the report. */
@@ -723,10 +920,7 @@ static void bench_matrix_run(bench_run *r, const bench_matrix *bm) {
                 goto next_n;
             }
         }
-        for (; n_w < copies; n_w++) {
-            st = qmm_weights_create(ctx, bm->type, bm->m, bm->k, bm->w, row_bytes, &w[n_w]);
-            if (st != QMM_OK) break;
-        }
+        st = weights_make(ctx, bm, row_bytes, w, &n_w, copies);
         for (int c = 0; c < copies && st == QMM_OK; c++) {
             st = qmm_buffer_alloc(ctx, x_bytes, (void **)&x[c]);
             if (st == QMM_OK) st = qmm_buffer_alloc(ctx, y_bytes, (void **)&y[c]);
@@ -749,7 +943,18 @@ static void bench_matrix_run(bench_run *r, const bench_matrix *bm) {
             row.x_sum = x_sum;
             row.w_sum = w_sum;
             row.copies = copies;
-            time_strategy(r, bm, n, o->strategies[si], w, x, y, copies, y_ref, y_host, &row);
+            /* w[0], whose memory the row reports, is made anew when an earlier row left copies
+             * in it: a row shows what its own path holds (the other copies keep theirs) */
+            st = QMM_OK;
+            if (w[0] == NULL || weights_have_copies(w[0])) {
+                qmm_weights_free(w[0]);
+                w[0] = NULL;
+                st = qmm_weights_create(ctx, bm->type, bm->m, bm->k, bm->w, row_bytes, &w[0]);
+            }
+            if (st != QMM_OK)
+                row_fail(&row, "making the weights again: %s: %s", qmm_status_str(st), qmm_last_error());
+            else
+                time_strategy(r, bm, n, o->strategies[si], w, x, y, copies, y_ref, y_host, &row);
             emit(r, &row);
             if (r->totals) total_add(&r->totals[ni * (size_t)o->n_strategies + (size_t)si], &row);
             r->done++;
@@ -925,15 +1130,26 @@ int qmm_cmd_bench(int argc, char **argv) {
         rc = 1;
         goto out;
     }
+    if (o.backend == QMM_BACKEND_WEBGPU && qmm_backend_check(QMM_BACKEND_WEBGPU) != QMM_OK) {
+        fprintf(stderr, "qmm bench: --backend webgpu: not available: %s\n", qmm_last_error());
+        rc = 1;
+        goto out;
+    }
     qmm_context_params p = qmm_context_default_params();
     p.backend = o.backend;
     p.n_threads = (int)o.threads;
     if (o.batch_invariant) p.flags |= QMM_FLAG_BATCH_INVARIANT;
+    p.cache = o.cache;
+    p.cache_limit = o.cache_limit;
     qmm_status st = qmm_context_create(&p, &r.ctx);
     if (st != QMM_OK) {
         fprintf(stderr, "qmm bench: cannot create a %s context: %s: %s\n",
                 qmm_backend_name(o.backend), qmm_status_str(st), qmm_last_error());
         rc = 1;
+        goto out;
+    }
+    if (o.backend == QMM_BACKEND_WEBGPU && !webgpu_geometry_apply(r.ctx, &o.geom)) {
+        rc = 2; /* a geometry this kernel or adapter cannot run: usage, before anything runs */
         goto out;
     }
     const qmm_context_params got = qmm_context_get_params(r.ctx);
@@ -970,7 +1186,7 @@ int qmm_cmd_bench(int argc, char **argv) {
         rc = 1;
         goto out;
     }
-    char cpu[256], features[512], date[64], device[512], source[512];
+    char cpu[256], features[512], date[64], device[1024], source[512];
     sysinfo_cpu_name(cpu, sizeof cpu);
     sysinfo_cpu_features(features, sizeof features);
     time_t now = time(NULL);
@@ -979,6 +1195,8 @@ int qmm_cmd_bench(int argc, char **argv) {
     strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &tm);
     if (o.backend == QMM_BACKEND_CPU)
         snprintf(device, sizeof device, "%s (isa %s)", cpu, sysinfo_cpu_isa());
+    else if (o.backend == QMM_BACKEND_WEBGPU)
+        webgpu_describe(r.ctx, device, sizeof device);
     else
         snprintf(device, sizeof device, "cuda:%d %s (sm_%d, %d SMs, %.0f MHz; memory %.0f MHz x "
                  "%d bit, %.1f GiB; L2 %.0f MiB)", got.cuda_device, r.gpu.name,
@@ -989,6 +1207,19 @@ int qmm_cmd_bench(int argc, char **argv) {
     else if (o.n_shapes) snprintf(source, sizeof source, "custom shapes");
     else snprintf(source, sizeof source, "preset %s%s", o.preset->name,
                   o.whole_model ? " (whole model)" : "");
+    /* which table auto reads (the header names a tuning file in use, or why none is) */
+    qmm_tuning_info tuning;
+    qmm_context_tuning(r.ctx, &tuning);
+    char auto_table[6144];
+    if (o.backend != QMM_BACKEND_CPU)
+        snprintf(auto_table, sizeof auto_table, "compiled-in thresholds of the %s backend",
+                 qmm_backend_name(o.backend));
+    else if (tuning.state == QMM_TUNING_APPLIED)
+        snprintf(auto_table, sizeof auto_table, "tuning file %s (%d rows; a type without a row: "
+                 "compiled-in table for %s)", tuning.path, tuning.n_rows, tuning.level);
+    else
+        snprintf(auto_table, sizeof auto_table, "compiled-in table for %s; %s", tuning.level,
+                 tuning.reason);
     report_header h = {
         .qmm_version = qmm_version(), .date = date, .cpu = cpu, .features = features,
         .backend = qmm_backend_name(o.backend), .device = device,
@@ -997,9 +1228,22 @@ int qmm_cmd_bench(int argc, char **argv) {
         .gpu_copy_gbps = r.have_gpu ? r.gpu.copy_gbps : 0.0,
         .gpu_peak_tflops = r.have_gpu ? r.gpu.peak_tflops : NULL,
         .llc_bytes = (long long)llc, .iters = o.iters, .warmup = o.warmup, .seed = o.seed,
-        .verify = o.verify, .batch_invariant = o.batch_invariant,
+        .verify = o.verify, .batch_invariant = o.batch_invariant, .cache = o.cache_text,
+        .graph_min_calls = BENCH_GRAPH_MIN_CALLS,
+        .auto_table = auto_table, .tuning = &tuning,
     };
+    qmm_webgpu_info winfo;
+    int wg[3] = {0, 0, 0};
+    if (o.backend == QMM_BACKEND_WEBGPU && qmm_webgpu_get_info(r.ctx, &winfo) == QMM_OK &&
+        qmm_webgpu_get_fused_geometry(r.ctx, &wg[0], &wg[1], &wg[2]) == QMM_OK) {
+        h.webgpu = &winfo;
+        h.webgpu_geometry = wg;
+    }
     report_header_set(r.rep, &h);
+    if (o.backend == QMM_BACKEND_WEBGPU)
+        report_note(r.rep, "webgpu times: GPU timestamps at the start and end of each compute pass "
+                           "of one call (qmm_timer_begin/end), median over the timed calls; W, X, Y "
+                           "rotated through copies of at least 128 MiB");
     if (o.whole_model || o.model_path) {
         r.totals = calloc(o.n_ns * (size_t)o.n_strategies, sizeof *r.totals);
         if (r.totals == NULL) {

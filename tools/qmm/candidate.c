@@ -1,12 +1,13 @@
 /*
- * candidate.c — options of `qmm bench --candidate FILE.cu` and the checks that need no GPU
- * (candidate.h describes the contract, docs/BENCH.md "Candidate kernels" the use).
+ * candidate.c — options of `qmm bench --candidate FILE.cu | FILE.wgsl` and the checks that
+ * need no GPU (candidate.h describes the contract, docs/BENCH.md "Candidate kernels" the use).
  *
  * Every value is parsed strictly before anything is compiled or run: the geometry flags and
- * their environment variables (QMM_CANDIDATE_ROWS_PER_BLOCK, QMM_CANDIDATE_THREADS: the
- * environment sets the default, a flag replaces it, as ITERS and --iters do), the tolerance,
- * the shapes, types and token counts. A value that is not whole and in range is a usage
- * error (exit 2), never silently defaulted.
+ * their environment variables (CUDA: QMM_CANDIDATE_ROWS_PER_BLOCK, QMM_CANDIDATE_THREADS;
+ * WebGPU: WG_M, WG_N, TILE_K, TILE_M, TILE_N; the environment sets the default, a flag
+ * replaces it, as ITERS and --iters do), the tolerance, the shapes, types and token counts.
+ * A value that is not whole and in range is a usage error (exit 2), never silently
+ * defaulted; a geometry flag of the other backend is a usage error too.
  */
 #include "candidate.h"
 
@@ -20,6 +21,7 @@
 #include "opts.h"
 
 #define CAND_DEFAULT_N 1
+#define CAND_DEFAULT_N_FUSED 512
 #define CAND_DEFAULT_ITERS 20
 #define CAND_DEFAULT_WARMUP 3
 #define CAND_MAX_N 65536
@@ -43,30 +45,39 @@ bool candidate_requested(int argc, char **argv) {
 static void usage(FILE *f) {
     fprintf(f,
         "usage: qmm bench --candidate FILE.cu [options]\n"
+        "       qmm bench --candidate FILE.wgsl [--backend webgpu] [--kernel fused|gemv] [options]\n"
         "\n"
-        "Compile FILE.cu at run time (NVRTC) and compare its kernel qmm_candidate, over the\n"
-        "whole output, with the production CUDA gemv kernel on the same device inputs; then\n"
-        "time both (CUDA events after warm-up, median). docs/BENCH.md \"Candidate kernels\"\n"
-        "describes the kernel contract and the geometry declaration.\n"
+        "CUDA: compile FILE.cu at run time (NVRTC) and compare its kernel qmm_candidate, over\n"
+        "the whole output, with the production CUDA gemv kernel on the same device inputs; then\n"
+        "time both (CUDA events after warm-up, median).\n"
+        "WebGPU: compile FILE.wgsl (entry point main) with the production kernel's bindings,\n"
+        "parameters and type decoder, dispatch it with the production fused (or gemv) kernel's\n"
+        "grid on the same weights and X, compare the whole outputs, time both (timestamp\n"
+        "queries). docs/BENCH.md \"Candidate kernels\" describes both contracts.\n"
         "\n"
         "verdict:\n"
         "  --tolerance X      accept max|y_cand - y_prod| / max|y_prod| <= X (default: the\n"
         "                     outputs must be bit-identical). Any NaN or Inf fails anyway.\n"
-        "geometry (checked against the kernel's qmm_candidate_geometry before anything runs):\n"
+        "CUDA geometry (checked against the kernel's qmm_candidate_geometry before anything runs):\n"
         "  --rows-per-block R rows of W per thread block (env QMM_CANDIDATE_ROWS_PER_BLOCK)\n"
         "  --block-threads T  threads per block, a multiple of 32 (env QMM_CANDIDATE_THREADS)\n"
         "                     (bench's --threads is the CPU thread count, hence the name)\n"
+        "WebGPU fused geometry (checked against the kernel and the adapter before anything runs):\n"
+        "  --wg-m N, --wg-n N, --tile-k N (env WG_M, WG_N, TILE_K), --tile-m 4, --tile-n 4\n"
+        "                     (env TILE_M, TILE_N: only 4); see qmm bench --help\n"
+        "  --kernel fused|gemv  the production kernel to compare with (default fused)\n"
         "what to run (as qmm bench):\n"
-        "  --preset NAME, --shape MxK[,...], --types LIST (env ONLY), --n LIST (default %d)\n"
+        "  --preset NAME, --shape MxK[,...], --types LIST (env ONLY), --n LIST (default %d;\n"
+        "                     WebGPU fused %d)\n"
         "  --fill quantized|bytes, --seed N\n"
         "how:\n"
         "  --iters N          timed calls of each kernel, median reported (default %d; env ITERS)\n"
         "  --warmup N         untimed calls first (default %d)\n"
         "  --json FILE        also write the rows as JSON\n"
         "\n"
-        "Exit status: 0 every row matched, 1 a mismatch, a non-finite value or a runtime\n"
-        "error, 2 bad usage.\n",
-        CAND_DEFAULT_N, CAND_DEFAULT_ITERS, CAND_DEFAULT_WARMUP);
+        "Exit status: 0 every row matched, 1 a mismatch, a non-finite value, a compile or a\n"
+        "runtime error, 2 bad usage.\n",
+        CAND_DEFAULT_N, CAND_DEFAULT_N_FUSED, CAND_DEFAULT_ITERS, CAND_DEFAULT_WARMUP);
 }
 
 /* A whole finite non-negative decimal number (strtod syntax, no leading space or sign '+'). */
@@ -93,7 +104,14 @@ static bool check_threads(const char *name, int64_t t) {
 }
 
 static bool parse_types(const char *name, const char *s, candidate_opts *o) {
-    return opt_weight_types(name, s, o->types, (int)(sizeof o->types / sizeof o->types[0]), &o->n_types);
+    o->types_given = opt_weight_types(name, s, o->types, (int)(sizeof o->types / sizeof o->types[0]),
+                                      &o->n_types);
+    return o->types_given;
+}
+
+static bool ends_with(const char *s, const char *tail) {
+    const size_t a = strlen(s), b = strlen(tail);
+    return a >= b && strcmp(s + a - b, tail) == 0;
 }
 
 static char *read_file(const char *path) {
@@ -140,7 +158,7 @@ static char *join_args(int argc, char **argv) {
 enum {
     OPT_CANDIDATE = 256, OPT_TOLERANCE, OPT_RPB, OPT_BLOCK_THREADS, OPT_PRESET, OPT_SHAPE,
     OPT_TYPES, OPT_N, OPT_ITERS, OPT_WARMUP, OPT_FILL, OPT_SEED, OPT_JSON, OPT_BACKEND,
-    OPT_OTHER
+    OPT_KERNEL, OPT_GEOM, OPT_OTHER
 };
 
 /* 0 = run, 1 = --help printed, 2 = usage error, 3 = runtime error (message printed). */
@@ -160,6 +178,12 @@ static int parse_args(int argc, char **argv, candidate_opts *o, bench_shape **sh
         {"seed", required_argument, NULL, OPT_SEED},
         {"json", required_argument, NULL, OPT_JSON},
         {"backend", required_argument, NULL, OPT_BACKEND},
+        {"kernel", required_argument, NULL, OPT_KERNEL},
+        {"wg-m", required_argument, NULL, OPT_GEOM},
+        {"wg-n", required_argument, NULL, OPT_GEOM},
+        {"tile-k", required_argument, NULL, OPT_GEOM},
+        {"tile-m", required_argument, NULL, OPT_GEOM},
+        {"tile-n", required_argument, NULL, OPT_GEOM},
         /* bench options that mean nothing here: refused by name rather than ignored */
         {"model", required_argument, NULL, OPT_OTHER},
         {"whole-model", no_argument, NULL, OPT_OTHER},
@@ -176,26 +200,35 @@ static int parse_args(int argc, char **argv, candidate_opts *o, bench_shape **sh
     o->seed = 1;
     o->fill = FILL_QUANTIZED;
 
-    /* Environment first (flags replace it), each value parsed strictly whenever it is set. */
+    /* Environment first (flags replace it), each value parsed strictly whenever it is set;
+     * the geometry variables of the backend that runs (known after the flags). */
     bool set;
     if (!opt_env_i64("ITERS", 1, CAND_MAX_ITERS, &o->iters, &set)) return 2;
-    int64_t v;
-    if (!opt_env_i64("QMM_CANDIDATE_ROWS_PER_BLOCK", 1, 1024, &v, &set)) return 2;
-    if (set) o->rows_per_block = v;
-    if (!opt_env_i64("QMM_CANDIDATE_THREADS", 32, 1024, &v, &set)) return 2;
-    if (set) {
-        if (!check_threads("environment variable QMM_CANDIDATE_THREADS", v)) return 2;
-        o->threads = v;
-    }
+    int64_t env_rpb = 0, env_thr = 0, flag_rpb = 0, flag_thr = 0;
+    bool backend_given = false, kernel_given = false;
+    webgpu_geometry gflags;
+    memset(&gflags, 0, sizeof gflags);
     const char *only = getenv("ONLY");
     if (only != NULL && !parse_types("environment variable ONLY", only, o)) return 2;
     const bench_preset *preset = NULL;
 
     opterr = 0;
     optind = 0; /* GNU: full re-initialization */
-    int c;
-    while ((c = getopt_long(argc, argv, ":h", long_opts, NULL)) != -1) {
+    int c, li = -1;
+    while ((c = getopt_long(argc, argv, ":h", long_opts, &li)) != -1) {
         switch (c) {
+        case OPT_GEOM:
+            if (webgpu_geometry_flag(&gflags, long_opts[li].name, optarg) != 1) return 2;
+            break;
+        case OPT_KERNEL:
+            if (strcmp(optarg, "fused") == 0) o->gemv = false;
+            else if (strcmp(optarg, "gemv") == 0) o->gemv = true;
+            else {
+                fprintf(stderr, "qmm bench: --kernel '%s' (expected fused or gemv)\n", optarg);
+                return 2;
+            }
+            kernel_given = true;
+            break;
         case OPT_CANDIDATE:
             if (o->path != NULL) {
                 fprintf(stderr, "qmm bench: --candidate is given twice\n");
@@ -208,11 +241,11 @@ static int parse_args(int argc, char **argv, candidate_opts *o, bench_shape **sh
             o->has_tolerance = true;
             break;
         case OPT_RPB:
-            if (!opt_i64("--rows-per-block", optarg, 1, 1024, &o->rows_per_block)) return 2;
+            if (!opt_i64("--rows-per-block", optarg, 1, 1024, &flag_rpb)) return 2;
             break;
         case OPT_BLOCK_THREADS:
-            if (!opt_i64("--block-threads", optarg, 32, 1024, &o->threads)) return 2;
-            if (!check_threads("--block-threads", o->threads)) return 2;
+            if (!opt_i64("--block-threads", optarg, 32, 1024, &flag_thr)) return 2;
+            if (!check_threads("--block-threads", flag_thr)) return 2;
             break;
         case OPT_PRESET:
             preset = bench_preset_find(optarg);
@@ -263,11 +296,14 @@ static int parse_args(int argc, char **argv, candidate_opts *o, bench_shape **sh
             o->json_path = optarg;
             break;
         case OPT_BACKEND:
-            if (strcmp(optarg, "cuda") != 0) {
-                fprintf(stderr, "qmm bench: --candidate runs on the CUDA backend only "
+            if (strcmp(optarg, "cuda") == 0) o->backend = QMM_BACKEND_CUDA;
+            else if (strcmp(optarg, "webgpu") == 0) o->backend = QMM_BACKEND_WEBGPU;
+            else {
+                fprintf(stderr, "qmm bench: --candidate runs on the CUDA or the WebGPU backend "
                                 "(--backend '%s')\n", optarg);
                 return 2;
             }
+            backend_given = true;
             break;
         case OPT_OTHER:
             fprintf(stderr, "qmm bench: %s does not apply to --candidate (see qmm bench "
@@ -291,6 +327,33 @@ static int parse_args(int argc, char **argv, candidate_opts *o, bench_shape **sh
         fprintf(stderr, "qmm bench: --candidate needs a file name\n");
         return 2;
     }
+    if (!backend_given) o->backend = ends_with(o->path, ".wgsl") ? QMM_BACKEND_WEBGPU : QMM_BACKEND_CUDA;
+    if (o->backend == QMM_BACKEND_CUDA) {
+        if (gflags.from_flags || kernel_given) {
+            fprintf(stderr, "qmm bench: --wg-m/--wg-n/--tile-k/--tile-m/--tile-n and --kernel "
+                            "apply to a WebGPU candidate (--backend webgpu), not to CUDA\n");
+            return 2;
+        }
+        if (!opt_env_i64("QMM_CANDIDATE_ROWS_PER_BLOCK", 1, 1024, &env_rpb, &set)) return 2;
+        if (!opt_env_i64("QMM_CANDIDATE_THREADS", 32, 1024, &env_thr, &set)) return 2;
+        if (set && !check_threads("environment variable QMM_CANDIDATE_THREADS", env_thr)) return 2;
+        o->rows_per_block = flag_rpb ? flag_rpb : env_rpb;
+        o->threads = flag_thr ? flag_thr : env_thr;
+    } else {
+        if (flag_rpb || flag_thr) {
+            fprintf(stderr, "qmm bench: --rows-per-block/--block-threads apply to a CUDA "
+                            "candidate; a WebGPU one takes --wg-m/--wg-n/--tile-k\n");
+            return 2;
+        }
+        if (!webgpu_geometry_env(&o->geom)) return 2;
+        if (gflags.wg_m) o->geom.wg_m = gflags.wg_m;
+        if (gflags.wg_n) o->geom.wg_n = gflags.wg_n;
+        if (gflags.tile_k) o->geom.tile_k = gflags.tile_k;
+        if (gflags.tile_m) o->geom.tile_m = gflags.tile_m;
+        if (gflags.tile_n) o->geom.tile_n = gflags.tile_n;
+        o->geom.from_flags = gflags.from_flags;
+        if (!webgpu_geometry_check_tiles(&o->geom)) return 2;
+    }
     if (preset != NULL && o->n_shapes > 0) {
         fprintf(stderr, "qmm bench: --preset and --shape exclude each other\n");
         return 2;
@@ -303,7 +366,7 @@ static int parse_args(int argc, char **argv, candidate_opts *o, bench_shape **sh
     if (o->ns == NULL) {
         o->ns = malloc(sizeof *o->ns);
         if (o->ns == NULL) return 3;
-        o->ns[0] = CAND_DEFAULT_N;
+        o->ns[0] = o->backend == QMM_BACKEND_WEBGPU && !o->gemv ? CAND_DEFAULT_N_FUSED : CAND_DEFAULT_N;
         o->n_ns = 1;
     }
     if (o->n_types == 0)
@@ -342,6 +405,10 @@ int qmm_cmd_bench_candidate(int argc, char **argv) {
     const char *dir = getenv("QMM_SOURCE_DIR");
     o.source_dir = dir != NULL && dir[0] != '\0' ? dir : QMM_CANDIDATE_SOURCE_DIR;
     o.command_line = join_args(argc, argv);
+    if (o.backend == QMM_BACKEND_WEBGPU) {
+        rc = candidate_wgsl_run(&o);
+        goto out;
+    }
 #ifdef QMM_WITH_CUDA
     rc = candidate_run(&o);
 #else

@@ -31,11 +31,10 @@
 #include <string.h>
 
 #include "candidate.h"
+#include "candidate_diff.h"
 
 #define CAND_ROTATE_BYTES ((size_t)128 << 20)
 #define CAND_MAX_COPIES 64
-#define CAND_GUARD_BYTES 4096
-#define CAND_GUARD_BYTE 0xA5
 
 /* One compiled and loaded candidate per weight type. */
 typedef struct cand_kernel {
@@ -45,14 +44,6 @@ typedef struct cand_kernel {
     int rows_per_block, threads; /* the chosen geometry */
     bool usage_error;            /* the flags/env asked for an undeclared geometry */
 } cand_kernel;
-
-typedef struct cand_result {
-    bool pass;
-    int64_t mismatches, nonfinite_cand, nonfinite_prod;
-    double max_abs_diff, max_abs_prod, rel;
-    double prod_us, cand_us;
-    char note[320];
-} cand_result;
 
 static bool cu_ok(cudaError_t e, const char *what) {
     if (e == cudaSuccess) return true;
@@ -196,83 +187,6 @@ static cudaError_t launch(const cand_env *env, const cand_kernel *ck, dim3 grid,
     return e != cudaSuccess ? e : cudaGetLastError();
 }
 
-static double median_us(double *ms, int64_t n) {
-    for (int64_t i = 1; i < n; i++) {
-        double v = ms[i];
-        int64_t j = i - 1;
-        for (; j >= 0 && ms[j] > v; j--) ms[j + 1] = ms[j];
-        ms[j + 1] = v;
-    }
-    return 1000.0 * (n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]));
-}
-
-static uint64_t mix(uint64_t seed, uint64_t a, uint64_t b, uint64_t c) {
-    fill_rng r;
-    fill_rng_seed(&r, seed ^ (a * 0x9E3779B97F4A7C15ull) ^ (b * 0xC2B2AE3D27D4EB4Full) ^
-                          (c * 0x165667B19E3779F9ull));
-    return fill_rng_next(&r);
-}
-
-/* Compares the candidate's output with production's (host copies, n x m, guards around). */
-static void compare(const candidate_opts *o, const uint8_t *gp, const uint8_t *gc, int64_t n,
-                    int64_t m, cand_result *res) {
-    const float *yp = (const float *)(gp + CAND_GUARD_BYTES);
-    const float *yc = (const float *)(gc + CAND_GUARD_BYTES);
-    const size_t count = (size_t)n * (size_t)m, y_bytes = count * sizeof(float);
-    for (size_t i = 0; i < CAND_GUARD_BYTES; i++) {
-        const bool before = gc[i] != CAND_GUARD_BYTE;
-        const bool after = gc[CAND_GUARD_BYTES + y_bytes + i] != CAND_GUARD_BYTE;
-        if (before || after) {
-            snprintf(res->note, sizeof res->note, "candidate wrote outside Y (%s it, byte %zu)",
-                     before ? "before" : "after", before ? CAND_GUARD_BYTES - i : i);
-            res->pass = false;
-            return;
-        }
-    }
-    int64_t first = -1;
-    for (size_t i = 0; i < count; i++) {
-        uint32_t bp, bc;
-        memcpy(&bp, &yp[i], 4);
-        memcpy(&bc, &yc[i], 4);
-        const bool fp = isfinite(yp[i]), fc = isfinite(yc[i]);
-        res->nonfinite_prod += !fp;
-        res->nonfinite_cand += !fc;
-        if (bp != bc) {
-            res->mismatches++;
-            if (first < 0) first = (int64_t)i;
-        }
-        if (fp) {
-            if (fabs((double)yp[i]) > res->max_abs_prod) res->max_abs_prod = fabs((double)yp[i]);
-            if (fc && fabs((double)yc[i] - (double)yp[i]) > res->max_abs_diff)
-                res->max_abs_diff = fabs((double)yc[i] - (double)yp[i]);
-        }
-    }
-    res->rel = res->max_abs_prod > 0 ? res->max_abs_diff / res->max_abs_prod
-               : res->max_abs_diff > 0 ? INFINITY : 0.0;
-    char where[160] = "";
-    if (first >= 0)
-        snprintf(where, sizeof where, "; first at token %lld row %lld: production %.9g, "
-                                      "candidate %.9g", (long long)(first / m),
-                 (long long)(first % m), (double)yp[first], (double)yc[first]);
-    if (res->nonfinite_cand > 0 || res->nonfinite_prod > 0) {
-        res->pass = false;
-        snprintf(res->note, sizeof res->note, "non-finite outputs: %lld of the candidate, %lld "
-                 "of production%s", (long long)res->nonfinite_cand, (long long)res->nonfinite_prod,
-                 where);
-    } else if (o->has_tolerance) {
-        res->pass = res->rel <= o->tolerance;
-        snprintf(res->note, sizeof res->note, "%lld values differ, max|diff|/max|y| %.3g %s "
-                 "tolerance %.3g%s", (long long)res->mismatches, res->rel,
-                 res->pass ? "<=" : ">", o->tolerance, res->pass ? "" : where);
-    } else {
-        res->pass = res->mismatches == 0;
-        if (res->pass) snprintf(res->note, sizeof res->note, "bit-identical");
-        else snprintf(res->note, sizeof res->note, "%lld of %zu values differ (bit-identity "
-                      "required; max|diff|/max|y| %.3g)%s", (long long)res->mismatches, count,
-                      res->rel, where);
-    }
-}
-
 /* Returns false on a runtime error that ends the whole run (a CUDA fault). */
 static bool run_case(const cand_env *env, const cand_kernel *ck, const bench_shape *sh,
                      int shape_index, int64_t n, cand_result *res) {
@@ -304,15 +218,13 @@ static bool run_case(const cand_env *env, const cand_kernel *ck, const bench_sha
 
     fill_rng rng;
     if (ok) {
-        fill_rng_seed(&rng, mix((uint64_t)o->seed, 1, (uint64_t)ck->type, (uint64_t)shape_index));
+        fill_rng_seed(&rng, cand_mix((uint64_t)o->seed, 1, (uint64_t)ck->type, (uint64_t)shape_index));
         ok = q_ok(fill_weights(&rng, o->fill, ck->type, m, k, w_host), "making weights");
     }
     if (ok) {
-        fill_rng_seed(&rng, mix((uint64_t)o->seed, 2, (uint64_t)k, (uint64_t)n));
+        fill_rng_seed(&rng, cand_mix((uint64_t)o->seed, 2, (uint64_t)k, (uint64_t)n));
         fill_normal(&rng, x_host, (size_t)n * (size_t)k);
-        memset(g_init, CAND_GUARD_BYTE, g_bytes);
-        float *y0 = (float *)(g_init + CAND_GUARD_BYTES);
-        for (size_t i = 0; i < (size_t)n * (size_t)m; i++) y0[i] = NAN; /* poison */
+        cand_image_init(g_init, g_bytes);
     }
     for (int c = 0; c < copies && ok; c++) {
         ok = q_ok(qmm_weights_create(env->ctx, ck->type, m, k, w_host, row_bytes, &wq[c]),
@@ -347,7 +259,7 @@ static bool run_case(const cand_env *env, const cand_kernel *ck, const bench_sha
                  q_ok(qmm_buffer_download(env->ctx, gc_host, gc, g_bytes), "reading Y");
         }
     }
-    if (ok) compare(o, gp_host, gc_host, n, m, res);
+    if (ok) cand_compare(o->has_tolerance, o->tolerance, gp_host, gc_host, n, m, res);
 
     /* Timing: production, then the candidate, each on the rotated copies. */
     const int64_t calls = o->warmup + o->iters;
@@ -374,8 +286,8 @@ static bool run_case(const cand_env *env, const cand_kernel *ck, const bench_sha
             }
         }
         if (!ok) break;
-        if (which == 0) res->prod_us = median_us(ms, o->iters);
-        else res->cand_us = median_us(ms, o->iters);
+        if (which == 0) res->prod_us = cand_median_us(ms, o->iters);
+        else res->cand_us = cand_median_us(ms, o->iters);
         /* determinism: the last timed output equals the verified one, bit for bit */
         ok = q_ok(qmm_buffer_download(env->ctx, y_last, which == 0 ? ypd[last] : ycd[last],
                                       y_bytes), "reading Y");
@@ -412,45 +324,6 @@ static bool run_case(const cand_env *env, const cand_kernel *ck, const bench_sha
 /* ---------------------------------------------------------------------------------------
  * The command
  * ------------------------------------------------------------------------------------- */
-
-static void json_row(cJSON *rows, const cand_kernel *ck, const bench_shape *sh, int64_t n,
-                     const cand_result *r) {
-    cJSON *j = cJSON_CreateObject();
-    if (j == NULL) return;
-    cJSON_AddStringToObject(j, "type", qmm_type_name(ck->type));
-    cJSON_AddStringToObject(j, "label", sh->label);
-    cJSON_AddNumberToObject(j, "m", (double)sh->m);
-    cJSON_AddNumberToObject(j, "k", (double)sh->k);
-    cJSON_AddNumberToObject(j, "n", (double)n);
-    cJSON_AddNumberToObject(j, "rows_per_block", ck->rows_per_block);
-    cJSON_AddNumberToObject(j, "threads_per_block", ck->threads);
-    if (r->pass) {
-        cJSON_AddNumberToObject(j, "production_us", r->prod_us);
-        cJSON_AddNumberToObject(j, "candidate_us", r->cand_us);
-    } else { /* a speed is reported only for a result that passed */
-        cJSON_AddNullToObject(j, "production_us");
-        cJSON_AddNullToObject(j, "candidate_us");
-    }
-    cJSON_AddStringToObject(j, "status", r->pass ? "PASS" : "FAIL");
-    cJSON_AddNumberToObject(j, "mismatches", (double)r->mismatches);
-    cJSON_AddNumberToObject(j, "nonfinite_candidate", (double)r->nonfinite_cand);
-    cJSON_AddNumberToObject(j, "nonfinite_production", (double)r->nonfinite_prod);
-    cJSON_AddNumberToObject(j, "max_abs_diff", r->max_abs_diff);
-    if (isfinite(r->rel)) cJSON_AddNumberToObject(j, "max_rel_diff", r->rel);
-    else cJSON_AddNullToObject(j, "max_rel_diff");
-    cJSON_AddStringToObject(j, "note", r->note);
-    cJSON_AddItemToArray(rows, j);
-}
-
-static bool write_json(const char *path, cJSON *doc) {
-    char *text = cJSON_Print(doc);
-    FILE *f = text ? fopen(path, "w") : NULL;
-    bool ok = f != NULL && fputs(text, f) >= 0 && fputc('\n', f) != EOF;
-    if (f != NULL && fclose(f) != 0) ok = false;
-    if (!ok) fprintf(stderr, "qmm bench: --json: cannot write '%s'\n", path);
-    free(text);
-    return ok;
-}
 
 /* No device: compile for sm_90a to check the source, then stop. */
 static int compile_only(const candidate_opts *o, const char *why) {
@@ -521,9 +394,7 @@ int candidate_run(const candidate_opts *o) {
                                   : "bit-identical, all finite");
     printf("# times: median of %lld calls after %lld warm-up calls, CUDA events, W/X/Y rotated "
            "through 128 MiB\n", (long long)o->iters, (long long)o->warmup);
-    printf("%-6s %-13s %6s %5s %5s %10s %10s %7s  %-4s %s\n", "type", "shape", "n", "rows",
-           "thr", "prod_us", "cand_us", "speedup", "ok", "detail");
-    fflush(stdout);
+    cand_print_columns("rows", "thr");
     doc = cJSON_CreateObject();
     if (doc != NULL) {
         cJSON *h = cJSON_AddObjectToObject(doc, "header");
@@ -549,25 +420,18 @@ int candidate_run(const candidate_opts *o) {
                 cand_result r;
                 alive = run_case(&env, &ck[t], &o->shapes[s], s, o->ns[i], &r);
                 all_pass &= r.pass && alive;
-                char shape[32], pu[16] = "-", cu[16] = "-", sp[16] = "-";
-                snprintf(shape, sizeof shape, "%lldx%lld", (long long)o->shapes[s].m,
-                         (long long)o->shapes[s].k);
-                if (r.pass) {
-                    snprintf(pu, sizeof pu, "%.2f", r.prod_us);
-                    snprintf(cu, sizeof cu, "%.2f", r.cand_us);
-                    snprintf(sp, sizeof sp, "%.2fx", r.cand_us > 0 ? r.prod_us / r.cand_us : 0.0);
+                cand_print_row(ck[t].type, &o->shapes[s], o->ns[i], ck[t].rows_per_block,
+                               ck[t].threads, &r);
+                cJSON *j = rows ? cand_json_row(rows, ck[t].type, &o->shapes[s], o->ns[i], &r) : NULL;
+                if (j) {
+                    cJSON_AddNumberToObject(j, "rows_per_block", ck[t].rows_per_block);
+                    cJSON_AddNumberToObject(j, "threads_per_block", ck[t].threads);
                 }
-                printf("%-6s %-13s %6lld %5d %5d %10s %10s %7s  %-4s %s\n",
-                       qmm_type_name(ck[t].type), shape, (long long)o->ns[i],
-                       ck[t].rows_per_block, ck[t].threads, pu, cu, sp, r.pass ? "PASS" : "FAIL",
-                       r.note);
-                fflush(stdout);
-                if (rows) json_row(rows, &ck[t], &o->shapes[s], o->ns[i], &r);
             }
     if (!alive) printf("\nstopped: a runtime error ended the run (message above)\n");
     else if (!all_pass) printf("\nFAILED: the candidate does not match production on every row\n");
     rc = all_pass && alive ? 0 : 1;
-    if (o->json_path && doc && !write_json(o->json_path, doc)) rc = 1;
+    if (o->json_path && doc && !cand_write_json(o->json_path, doc)) rc = 1;
 out:
     cJSON_Delete(doc);
     qmm_context_free(env.ctx);

@@ -5,5 +5,6 @@
 
 int qmm_cmd_bench(int argc, char **argv); /* bench.c */
 int qmm_cmd_info(int argc, char **argv);  /* info.c */
+int qmm_cmd_tune(int argc, char **argv);  /* tune.c */
 
 #endif

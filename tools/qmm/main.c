@@ -14,6 +14,7 @@ static void usage(FILE *f) {
             "commands:\n"
             "  bench    time and verify matmuls on model shapes or a GGUF file's weights\n"
             "  info     print a GGUF file's metadata and tensor table\n"
+            "  tune     measure auto's crossovers on this machine and write a tuning file\n"
             "\n"
             "`qmm COMMAND --help` describes each command. `qmm --version` prints the version.\n");
 }
@@ -34,6 +35,7 @@ int main(int argc, char **argv) {
     }
     if (strcmp(cmd, "bench") == 0) return qmm_cmd_bench(argc - 1, argv + 1);
     if (strcmp(cmd, "info") == 0) return qmm_cmd_info(argc - 1, argv + 1);
+    if (strcmp(cmd, "tune") == 0) return qmm_cmd_tune(argc - 1, argv + 1);
     fprintf(stderr, "qmm: unknown command '%s'\n", cmd);
     usage(stderr);
     return 2;

@@ -6,27 +6,29 @@
 #include <stdlib.h>
 #include <string.h>
 
+const char *opt_command = "qmm bench";
+
 bool opt_i64(const char *name, const char *s, int64_t lo, int64_t hi, int64_t *out) {
     if (s == NULL || *s == '\0') {
-        fprintf(stderr, "qmm bench: %s is empty (expected an integer in %lld..%lld)\n", name,
+        fprintf(stderr, "%s: %s is empty (expected an integer in %lld..%lld)\n", opt_command, name,
                 (long long)lo, (long long)hi);
         return false;
     }
     /* strtoll skips leading white space and accepts '+': a strict parser does not. */
     if (!((s[0] >= '0' && s[0] <= '9') || (s[0] == '-' && s[1] >= '0' && s[1] <= '9'))) {
-        fprintf(stderr, "qmm bench: %s '%s' is not an integer\n", name, s);
+        fprintf(stderr, "%s: %s '%s' is not an integer\n", opt_command, name, s);
         return false;
     }
     errno = 0;
     char *end = NULL;
     long long v = strtoll(s, &end, 10);
     if (end == s || *end != '\0') {
-        fprintf(stderr, "qmm bench: %s '%s' is not an integer\n", name, s);
+        fprintf(stderr, "%s: %s '%s' is not an integer\n", opt_command, name, s);
         return false;
     }
     if (errno == ERANGE || v < lo || v > hi) {
-        fprintf(stderr, "qmm bench: %s '%s' is out of range %lld..%lld\n", name, s, (long long)lo,
-                (long long)hi);
+        fprintf(stderr, "%s: %s '%s' is out of range %lld..%lld\n", opt_command, name, s,
+                (long long)lo, (long long)hi);
         return false;
     }
     *out = (int64_t)v;
@@ -41,14 +43,14 @@ void opt_list_free(char **items) {
 
 bool opt_split(const char *name, const char *s, char ***items, size_t *count) {
     if (s == NULL || *s == '\0') {
-        fprintf(stderr, "qmm bench: %s is empty (expected a comma-separated list)\n", name);
+        fprintf(stderr, "%s: %s is empty (expected a comma-separated list)\n", opt_command, name);
         return false;
     }
     size_t n = 1;
     for (const char *p = s; *p; p++) n += (*p == ',');
     char **v = calloc(n + 1, sizeof *v);
     if (v == NULL) {
-        fprintf(stderr, "qmm bench: out of memory parsing %s\n", name);
+        fprintf(stderr, "%s: out of memory parsing %s\n", opt_command, name);
         return false;
     }
     const char *p = s;
@@ -56,13 +58,13 @@ bool opt_split(const char *name, const char *s, char ***items, size_t *count) {
         const char *e = strchr(p, ',');
         size_t len = e ? (size_t)(e - p) : strlen(p);
         if (len == 0) {
-            fprintf(stderr, "qmm bench: %s '%s' has an empty item\n", name, s);
+            fprintf(stderr, "%s: %s '%s' has an empty item\n", opt_command, name, s);
             opt_list_free(v);
             return false;
         }
         v[i] = strndup(p, len);
         if (v[i] == NULL) {
-            fprintf(stderr, "qmm bench: out of memory parsing %s\n", name);
+            fprintf(stderr, "%s: out of memory parsing %s\n", opt_command, name);
             opt_list_free(v);
             return false;
         }
@@ -80,7 +82,7 @@ bool opt_i64_list(const char *name, const char *s, int64_t lo, int64_t hi, int64
     if (!opt_split(name, s, &items, &n)) return false;
     int64_t *v = malloc(n * sizeof *v);
     if (v == NULL) {
-        fprintf(stderr, "qmm bench: out of memory parsing %s\n", name);
+        fprintf(stderr, "%s: out of memory parsing %s\n", opt_command, name);
         opt_list_free(items);
         return false;
     }
@@ -100,7 +102,7 @@ bool opt_i64_list(const char *name, const char *s, int64_t lo, int64_t hi, int64
 bool opt_shape(const char *name, const char *s, int64_t hi, int64_t *m, int64_t *k) {
     const char *x = s ? strchr(s, 'x') : NULL;
     if (x == NULL) {
-        fprintf(stderr, "qmm bench: %s '%s' is not a shape MxK (e.g. 4608x1024)\n", name,
+        fprintf(stderr, "%s: %s '%s' is not a shape MxK (e.g. 4608x1024)\n", opt_command, name,
                 s ? s : "");
         return false;
     }
@@ -125,7 +127,8 @@ bool opt_env_i64(const char *var, int64_t lo, int64_t hi, int64_t *out, bool *is
 bool opt_writable_file(const char *name, const char *path) {
     FILE *f = fopen(path, "w");
     if (f == NULL) {
-        fprintf(stderr, "qmm bench: %s: cannot write '%s': %s\n", name, path, strerror(errno));
+        fprintf(stderr, "%s: %s: cannot write '%s': %s\n", opt_command, name, path,
+                strerror(errno));
         return false;
     }
     fclose(f);
@@ -141,19 +144,20 @@ bool opt_weight_types(const char *name, const char *s, qmm_type *types, int max,
     for (size_t i = 0; i < n && ok; i++) {
         qmm_type t;
         if (qmm_type_from_name(items[i], &t) != QMM_OK) {
-            fprintf(stderr, "qmm bench: %s: unknown type '%s'\n", name, items[i]);
+            fprintf(stderr, "%s: %s: unknown type '%s'\n", opt_command, name, items[i]);
             ok = false;
         } else if (!qmm_type_is_weight(t)) {
-            fprintf(stderr, "qmm bench: %s: '%s' is not a weight type\n", name, items[i]);
+            fprintf(stderr, "%s: %s: '%s' is not a weight type\n", opt_command, name, items[i]);
             ok = false;
         } else {
             for (int j = 0; ok && j < *count; j++)
                 if (types[j] == t) {
-                    fprintf(stderr, "qmm bench: %s: type '%s' is listed twice\n", name, items[i]);
+                    fprintf(stderr, "%s: %s: type '%s' is listed twice\n", opt_command, name,
+                            items[i]);
                     ok = false;
                 }
             if (ok && *count == max) {
-                fprintf(stderr, "qmm bench: %s: more than %d types\n", name, max);
+                fprintf(stderr, "%s: %s: more than %d types\n", opt_command, name, max);
                 ok = false;
             }
             if (ok) types[(*count)++] = t;

@@ -5,6 +5,7 @@
  * variable like "ITERS"), and on a bad value prints one line to stderr naming that flag or
  * variable and the value ("qmm bench: --iters '0' is out of range 1..1000000") and returns
  * false. Nothing is ever silently defaulted: a value is either parsed whole or rejected.
+ * The line starts with opt_command ("qmm bench" unless a command sets it).
  */
 #ifndef QMM_TOOL_OPTS_H
 #define QMM_TOOL_OPTS_H
@@ -14,6 +15,9 @@
 #include <stdint.h>
 
 #include "qmm.h"
+
+/* The command named at the start of each message (default "qmm bench"). */
+extern const char *opt_command;
 
 /* Parse a whole decimal integer in [lo, hi]. Rejects empty strings, signs where lo >= 0
  * would be violated, trailing characters, spaces, and values out of range. */

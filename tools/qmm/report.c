@@ -72,13 +72,81 @@ void report_header_set(report *r, const report_header *h) {
     cJSON_AddStringToObject(j, "source", h->source);
     cJSON_AddBoolToObject(j, "verify", h->verify);
     cJSON_AddBoolToObject(j, "batch_invariant", h->batch_invariant);
+    cJSON_AddStringToObject(j, "cache", h->cache ? h->cache : "default");
+    cJSON_AddStringToObject(j, "auto_table", h->auto_table ? h->auto_table : "");
+    if (h->tuning != NULL) {
+        static const char *const states[3] = {"none", "applied", "ignored"};
+        cJSON *t = cJSON_AddObjectToObject(j, "tuning");
+        if (t != NULL) {
+            cJSON_AddStringToObject(t, "state", (unsigned)h->tuning->state < 3
+                                                    ? states[h->tuning->state] : "?");
+            cJSON_AddStringToObject(t, "path", h->tuning->path);
+            cJSON_AddStringToObject(t, "status", qmm_status_str(h->tuning->status));
+            cJSON_AddStringToObject(t, "reason", h->tuning->reason);
+        }
+    }
     r->gpu = h->gpu_copy_gbps > 0;
+    char ms_text[320], lat_text[200];
+    if (r->gpu) {
+        snprintf(ms_text, sizeof ms_text, "device time of one call among back-to-back calls: at least "
+                 "%d calls (W/X/Y copies rotated) recorded in a CUDA graph (qmm_graph_begin/end) and "
+                 "replayed; median over the iters replays of replay ms / calls", h->graph_min_calls);
+        snprintf(lat_text, sizeof lat_text, "single-call latency: one call alone between CUDA events "
+                 "on the stream (host submission included), median of the iters");
+    } else {
+        snprintf(ms_text, sizeof ms_text, "one call timed alone (monotonic clock), median of the "
+                 "iters; caches flushed before the timed calls");
+        snprintf(lat_text, sizeof lat_text, "none (on the CPU ms is the single-call time)");
+    }
+    cJSON *tj = cJSON_AddObjectToObject(j, "timing");
+    if (tj) {
+        cJSON_AddStringToObject(tj, "ms", ms_text);
+        cJSON_AddStringToObject(tj, "latency_ms", lat_text);
+    }
     if (r->gpu) {
         cJSON_AddNumberToObject(j, "gpu_copy_gbps", h->gpu_copy_gbps);
         cJSON *pk = cJSON_AddObjectToObject(j, "gpu_peak_tflops");
         static const char *names[4] = {"f32", "half", "int8", "fp8"};
         for (int i = 0; pk && h->gpu_peak_tflops && i < 4; i++)
             cJSON_AddNumberToObject(pk, names[i], h->gpu_peak_tflops[i]);
+    }
+    if (h->webgpu != NULL) {
+        const qmm_webgpu_info *i = h->webgpu;
+        cJSON *w = cJSON_AddObjectToObject(j, "webgpu");
+        if (w != NULL) {
+            cJSON_AddStringToObject(w, "adapter", i->adapter);
+            cJSON_AddStringToObject(w, "backend_api", i->backend_api);
+            cJSON_AddStringToObject(w, "adapter_type", i->adapter_type);
+            cJSON_AddStringToObject(w, "driver", i->driver);
+            cJSON_AddStringToObject(w, "vendor", i->vendor);
+            char v[16];
+            snprintf(v, sizeof v, "0x%08x", i->wgpu_version);
+            cJSON_AddStringToObject(w, "wgpu_version", v);
+            cJSON_AddBoolToObject(w, "caller_device", i->caller_device);
+            cJSON *f = cJSON_AddArrayToObject(w, "features");
+            if (f && i->timestamp_query) cJSON_AddItemToArray(f, cJSON_CreateString("timestamp-query"));
+            if (f && i->shader_f16) cJSON_AddItemToArray(f, cJSON_CreateString("shader-f16"));
+            cJSON *l = cJSON_AddObjectToObject(w, "limits");
+            if (l != NULL) {
+                cJSON_AddNumberToObject(l, "maxStorageBufferBindingSize", (double)i->max_storage_buffer_binding_size);
+                cJSON_AddNumberToObject(l, "maxBufferSize", (double)i->max_buffer_size);
+                cJSON_AddNumberToObject(l, "maxComputeWorkgroupStorageSize", i->max_compute_workgroup_storage_size);
+                cJSON_AddNumberToObject(l, "maxComputeInvocationsPerWorkgroup", i->max_compute_invocations_per_workgroup);
+                cJSON_AddNumberToObject(l, "maxComputeWorkgroupsPerDimension", i->max_compute_workgroups_per_dimension);
+                cJSON_AddNumberToObject(l, "minStorageBufferOffsetAlignment", i->min_storage_buffer_offset_alignment);
+            }
+            cJSON *g = cJSON_AddObjectToObject(w, "fused_geometry");
+            if (g != NULL && h->webgpu_geometry != NULL) {
+                cJSON_AddNumberToObject(g, "wg_m", h->webgpu_geometry[0]);
+                cJSON_AddNumberToObject(g, "wg_n", h->webgpu_geometry[1]);
+                cJSON_AddNumberToObject(g, "tile_m", 4);
+                cJSON_AddNumberToObject(g, "tile_n", 4);
+                cJSON_AddNumberToObject(g, "tile_k", h->webgpu_geometry[2]);
+            }
+            cJSON_AddNumberToObject(w, "timestamp_period_ns", i->timestamp_period_ns);
+            cJSON_AddStringToObject(w, "timing", "timestamp queries at the start and end of each "
+                                                 "compute pass of a call, summed");
+        }
     }
     if (r->csv) return;
     fprintf(r->out, "qmm %s bench  %s\n", h->qmm_version, h->date);
@@ -100,6 +168,18 @@ void report_header_set(report *r, const report_header *h) {
             h->source, h->fill, h->seed, h->warmup, h->iters,
             h->verify ? "verified vs qmm_matmul_ref" : "NOT verified (--no-verify)",
             h->batch_invariant ? "; batch-invariant context" : "");
+    if (r->gpu)
+        fprintf(r->out, "timing:   ms(graph) = %s\n          ms(1call) = %s; GFLOP/s, GB/s, roof%% "
+                        "from ms(graph)\n", ms_text, lat_text);
+    if (r->gpu)
+        fprintf(r->out, "resident: res_MiB = device bytes the row's weights object holds after the row "
+                        "(qmm_weights_memory: GGUF rows + the copies its path made), xGGUF = res / "
+                        "GGUF bytes; cache policy %s\n", h->cache ? h->cache : "default");
+    else
+        fprintf(r->out, "resident: res_MiB = host bytes the row's weights object holds after the row "
+                        "(qmm_weights_memory: GGUF rows + the AMX tiles its path made), xGGUF = res / "
+                        "GGUF bytes\n");
+    if (h->auto_table != NULL) fprintf(r->out, "auto:     %s\n", h->auto_table);
     fprintf(r->out, "command:  %s\n\n", h->command_line);
 }
 
@@ -138,7 +218,8 @@ static void print_csv(report *r, const bench_row *row) {
     FILE *f = r->out;
     if (!r->printed_columns) {
         fputs("type,label,m,k,n,count,strategy,kernel,status,ms,gflops,gbps,verified,nmse,max_rel_err,"
-              "n_nonfinite,x_sum,w_sum,y_sum,copies,note,roof_pct\n", f);
+              "n_nonfinite,x_sum,w_sum,y_sum,copies,note,roof_pct,latency_ms,graph_calls,"
+              "resident_bytes,gguf_bytes\n", f);
         r->printed_columns = true;
     }
     csv_field(f, row->type);
@@ -162,6 +243,13 @@ static void print_csv(report *r, const bench_row *row) {
     csv_field(f, row->note);
     if (has_speed(row) && row->roof_pct >= 0) fprintf(f, ",%.4g", row->roof_pct);
     else fputc(',', f);
+    if (has_speed(row) && row->latency_ms >= 0) fprintf(f, ",%.6g", row->latency_ms);
+    else fputc(',', f);
+    if (row->graph_calls > 0 && !row->is_total) fprintf(f, ",%d", row->graph_calls);
+    else fputc(',', f);
+    if (row->has_resident)
+        fprintf(f, ",%.0f,%.0f", (double)row->resident.total_bytes, (double)row->resident.gguf_bytes);
+    else fputs(",,", f);
     fputc('\n', f);
     fflush(f);
 }
@@ -169,9 +257,13 @@ static void print_csv(report *r, const bench_row *row) {
 static void print_table(report *r, const bench_row *row) {
     FILE *f = r->out;
     if (!r->printed_columns) {
-        fprintf(f, "%-6s %-26s %6s %6s %5s %5s %-22s %10s %9s %8s ", "type", "label", "m", "k",
-                "n", "count", "kernel", "ms", "GFLOP/s", "GB/s");
+        fprintf(f, "%-6s %-26s %6s %6s %5s %5s %-22s ", "type", "label", "m", "k", "n", "count",
+                "kernel");
+        if (r->gpu) fprintf(f, "%10s %10s ", "ms(graph)", "ms(1call)");
+        else fprintf(f, "%10s ", "ms");
+        fprintf(f, "%9s %8s ", "GFLOP/s", "GB/s");
         if (r->gpu) fprintf(f, "%6s ", "roof%");
+        fprintf(f, "%9s %6s ", "res_MiB", "xGGUF");
         fprintf(f, "%-5s %9s %9s %13s %13s %13s\n", "check", "nmse", "max_rel", "x_sum", "w_sum",
                 "y_sum");
         r->printed_columns = true;
@@ -183,12 +275,24 @@ static void print_table(report *r, const bench_row *row) {
     }
     fprintf(f, "%-6s %-26s %6s %6s %5lld %5lld %-22s ", row->type, row->label, m, k,
             (long long)row->n, (long long)row->count, row->kernel[0] ? row->kernel : row->strategy);
-    if (has_speed(row)) fprintf(f, "%10.3f %9.1f %8.1f ", row->ms, row->gflops, row->gbps);
-    else fprintf(f, "%10s %9s %8s ", "-", "-", "-");
+    if (has_speed(row)) {
+        fprintf(f, r->gpu ? "%10.4f " : "%10.3f ", row->ms);
+        if (r->gpu && row->latency_ms >= 0) fprintf(f, "%10.4f ", row->latency_ms);
+        else if (r->gpu) fprintf(f, "%10s ", "-");
+        fprintf(f, "%9.1f %8.1f ", row->gflops, row->gbps);
+    } else {
+        fprintf(f, "%10s ", "-");
+        if (r->gpu) fprintf(f, "%10s ", "-");
+        fprintf(f, "%9s %8s ", "-", "-");
+    }
     if (r->gpu) {
         if (has_speed(row) && row->roof_pct >= 0) fprintf(f, "%6.1f ", row->roof_pct);
         else fprintf(f, "%6s ", "-");
     }
+    if (row->has_resident && row->resident.gguf_bytes > 0)
+        fprintf(f, "%9.2f %5.2fx ", (double)row->resident.total_bytes / 1048576.0,
+                (double)row->resident.total_bytes / (double)row->resident.gguf_bytes);
+    else fprintf(f, "%9s %6s ", "-", "-");
     fprintf(f, "%-5s ", status_word(row->status));
     if (has_diff(row)) fprintf(f, "%9.2e %9.2e ", row->nmse, row->max_rel_err);
     else fprintf(f, "%9s %9s ", "-", "-");
@@ -220,11 +324,32 @@ void report_row(report *r, const bench_row *row) {
         cJSON_AddNumberToObject(j, "gbps", row->gbps);
         if (row->roof_pct >= 0) cJSON_AddNumberToObject(j, "roof_pct", row->roof_pct);
         else cJSON_AddNullToObject(j, "roof_pct");
+        if (row->latency_ms >= 0) cJSON_AddNumberToObject(j, "latency_ms", row->latency_ms);
+        else cJSON_AddNullToObject(j, "latency_ms");
     } else {
         cJSON_AddNullToObject(j, "roof_pct");
         cJSON_AddNullToObject(j, "ms");
+        cJSON_AddNullToObject(j, "latency_ms");
         cJSON_AddNullToObject(j, "gflops");
         cJSON_AddNullToObject(j, "gbps");
+    }
+    if (row->graph_calls > 0 && !row->is_total) cJSON_AddNumberToObject(j, "graph_calls", row->graph_calls);
+    else cJSON_AddNullToObject(j, "graph_calls");
+    if (row->has_resident) {
+        const qmm_weights_memory_info *m = &row->resident;
+        cJSON_AddNumberToObject(j, "resident_bytes", (double)m->total_bytes);
+        cJSON *rj = cJSON_AddObjectToObject(j, "resident");
+        if (rj) {
+            cJSON_AddNumberToObject(rj, "gguf", (double)m->gguf_bytes);
+            cJSON_AddNumberToObject(rj, "repacked", (double)m->repacked_bytes);
+            cJSON_AddNumberToObject(rj, "f16", (double)m->f16_bytes);
+            cJSON_AddNumberToObject(rj, "fp8", (double)m->fp8_bytes);
+            cJSON_AddNumberToObject(rj, "int8", (double)m->int8_bytes);
+            cJSON_AddNumberToObject(rj, "bf16", (double)m->bf16_bytes);
+        }
+    } else {
+        cJSON_AddNullToObject(j, "resident_bytes");
+        cJSON_AddNullToObject(j, "resident");
     }
     if (row->status == ROW_PASS || row->status == ROW_FAIL)
         cJSON_AddBoolToObject(j, "verified", row->status == ROW_PASS);

@@ -4,15 +4,27 @@
  *
  *   { "header": { "qmm_version", "date", "cpu", "features": [...], "backend", "threads",
  *                 "device", "command_line", "mem_read_gbps", "llc_bytes", "iters", "warmup",
- *                 "fill", "seed", "source", "verify", "batch_invariant", and for CUDA "gpu_copy_gbps",
- *                 "gpu_peak_tflops": {"f32", "half", "int8", "fp8"} },
- *     "rows": [ { "type", "label", "m", "k", "n", "count", "strategy", "ms", "gflops",
- *                 "gbps", "roof_pct" (CUDA; else null), "verified", "nmse", "max_rel_err", "max_abs_err", "n_nonfinite",
- *                 "x_sum", "w_sum", "y_sum", "copies", "status", "note" }, ... ],
+ *                 "fill", "seed", "source", "verify", "batch_invariant", "cache", "auto_table",
+ *                 "tuning": {"state", "path", "status", "reason"},
+ *                 "timing": {"ms", "latency_ms"} (what each figure is, in words), and for CUDA
+ *                 "gpu_copy_gbps", "gpu_peak_tflops": {"f32", "half", "int8", "fp8"}, for WebGPU
+ *                 "webgpu": {"adapter", "backend_api", "adapter_type", "driver", "vendor",
+ *                 "wgpu_version", "caller_device", "features": [...], "limits": {...},
+ *                 "fused_geometry": {"wg_m", "wg_n", "tile_m", "tile_n", "tile_k"},
+ *                 "timing"} },
+ *     "rows": [ { "type", "label", "m", "k", "n", "count", "strategy", "ms", "latency_ms"
+ *                 (CUDA; else null), "graph_calls" (CUDA), "gflops", "gbps", "roof_pct" (CUDA;
+ *                 else null), "verified", "nmse", "max_rel_err", "max_abs_err", "n_nonfinite",
+ *                 "x_sum", "w_sum", "y_sum", "copies", "resident_bytes", "resident": {"gguf",
+ *                 "repacked", "f16", "fp8", "int8", "bf16"}, "status", "note" }, ... ],
  *     "notes": [ "...", ... ] }
  *
- * Speeds are null for rows that failed verification or were skipped; "verified" is null
- * when verification was turned off. Total rows (whole-model, model) have m = k = 0.
+ * "ms" is the main figure: on the CPU one call timed alone, on CUDA the device time of one
+ * call among back-to-back calls (a replayed CUDA graph); "latency_ms" (CUDA) one call timed
+ * alone. Speeds are computed from "ms" and are null for rows that failed verification or were
+ * skipped; "verified" is null when verification was turned off. "resident_bytes": what the
+ * row's weights object held after the row (qmm_weights_memory; totals: count x, summed).
+ * Total rows (whole-model, model) have m = k = 0.
  */
 #ifndef QMM_TOOL_REPORT_H
 #define QMM_TOOL_REPORT_H
@@ -20,6 +32,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+
+#include "qmm.h"
+#include "qmm_webgpu.h"
 
 typedef enum { ROW_PASS = 0, ROW_FAIL = 1, ROW_SKIP = 2, ROW_UNVERIFIED = 3 } row_status;
 
@@ -32,7 +47,12 @@ typedef struct bench_row {
     char kernel[40];      /* the implementation that ran (qmm_path.kernel) */
     row_status status;
     bool is_total;        /* a sum over the rows above (whole-model / model) */
-    double ms;            /* median ms of one call (for totals: sum of count * ms) */
+    double ms;            /* the main figure, median ms of one call (for totals: sum of count * ms):
+                             CPU one call alone, CUDA device time in a replayed graph */
+    double latency_ms;    /* CUDA: median ms of one call timed alone (totals: sum); < 0: none */
+    int graph_calls;      /* CUDA: calls recorded in the replayed graph (0: none) */
+    bool has_resident;    /* resident below is set */
+    qmm_weights_memory_info resident; /* the weights after the row (totals: count x, summed) */
     double gflops, gbps;
     double roof_pct;      /* CUDA: % of the roofline time (header's copy GB/s, class peak); < 0: none */
     double nmse, max_rel_err, max_abs_err;
@@ -52,6 +72,13 @@ typedef struct report_header {
     long long llc_bytes, iters, warmup, seed;
     bool verify;
     bool batch_invariant;           /* the context ran with QMM_FLAG_BATCH_INVARIANT */
+    const char *cache;              /* the context's cache policy, e.g. "default", "limit 2" */
+    int graph_min_calls;            /* CUDA: at least this many calls per replayed graph */
+    const char *auto_table;         /* which table auto reads: "tuning file PATH ...", or the
+                                     * compiled-in table (with why no file) */
+    const qmm_tuning_info *tuning;  /* the context's tuning file (qmm_context_tuning) */
+    const qmm_webgpu_info *webgpu;  /* WebGPU: the adapter, limits and features (NULL: none) */
+    const int *webgpu_geometry;     /* WebGPU: fused WG_M, WG_N, TILE_K */
 } report_header;
 
 typedef struct report report;

@@ -37,8 +37,9 @@ void sysinfo_cpu_name(char *buf, size_t len) {
 }
 
 void sysinfo_cpu_features(char *buf, size_t len) {
-    /* The library's own detection (CPUID + XGETBV + the Linux AMX permission), so the
-     * header lists exactly what qmm's CPU backend sees. */
+    /* The library's own detection (x86-64: CPUID + XGETBV + the Linux AMX permission;
+     * aarch64: AT_HWCAP / AT_HWCAP2), so the header lists exactly what qmm's CPU backend
+     * sees. */
     const qmm_cpu_features *c = qmm_cpu_features_get();
     const bool ymm = c->os_ymm, zmm = c->os_ymm && c->os_zmm, amx = c->os_amx && c->amx_permitted;
     struct { const char *name; bool on; } f[] = {
@@ -54,6 +55,13 @@ void sysinfo_cpu_features(char *buf, size_t len) {
         {"amx-tile", amx && c->amx_tile},
         {"amx-int8", amx && c->amx_int8},
         {"amx-bf16", amx && c->amx_bf16},
+        {"asimd", c->asimd},
+        {"asimdhp", c->asimdhp},
+        {"asimddp", c->asimddp},
+        {"i8mm", c->i8mm},
+        {"bf16", c->bf16},
+        {"sve", c->sve},
+        {"sve2", c->sve2},
     };
     size_t used = 0;
     buf[0] = '\0';

@@ -13,11 +13,12 @@ void sysinfo_cpu_name(char *buf, size_t len);
 
 /* Space-separated ISA features that CPUID reports AND the OS has enabled (XCR0, and for
  * AMX the Linux permission), as the library's CPU backend detects them (cpu_features.h):
- * avx2 fma f16c avx512f avx512bw avx512vl avx512vnni avx512bf16 amx-tile amx-int8 amx-bf16. */
+ * avx2 fma f16c avx512f avx512bw avx512vl avx512vnni avx512bf16 amx-tile amx-int8 amx-bf16;
+ * on aarch64 the AT_HWCAP / AT_HWCAP2 bits asimd asimdhp asimddp i8mm bf16 sve sve2. */
 void sysinfo_cpu_features(char *buf, size_t len);
 
-/* The ISA level a CPU context runs ("generic", "avx2", "avx512", "amx"; QMM_CPU_ISA may
- * lower it), or "unavailable" if QMM_CPU_ISA names a level this machine lacks. */
+/* The ISA level a CPU context runs ("generic", "avx2", "avx512", "amx"; on aarch64
+ * "generic", "neon", "dotprod", "i8mm"; QMM_CPU_ISA may lower it), or "unavailable" if QMM_CPU_ISA names a level this machine lacks. */
 const char *sysinfo_cpu_isa(void);
 
 /* Size in bytes of the largest data/unified cache level (L3, else L2), 0 if unknown. */

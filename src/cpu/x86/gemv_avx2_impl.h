@@ -34,6 +34,18 @@ typedef struct qmm_v16 {
     __m256 lo, hi;
 } qmm_v16;
 
+/* 8 f16 values at p (any alignment) as floats: vcvtph2ps, exact (a NaN keeps sign and
+ * payload and is made quiet, as qmm_fp16_to_fp32). Shared with fused_avx2.c. */
+QMM_GEMV_INLINE __m256 qmm_avx2_f16x8(const unsigned char *p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
+}
+
+/* 8 bf16 values at p (any alignment) as floats: the 16 bits are the float's high half. */
+QMM_GEMV_INLINE __m256 qmm_avx2_bf16x8(const unsigned char *p) {
+    const __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+}
+
 /* f16 bits at any address to float (F16C). */
 QMM_GEMV_INLINE float qmm_gemv_half(const void *p) {
     uint16_t h;

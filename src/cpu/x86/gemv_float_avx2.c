@@ -30,13 +30,9 @@ QMM_GEMV_INLINE qmm_v16 load16(enum float_kind kind, const unsigned char *p) {
     case KIND_F32:
         return (qmm_v16){_mm256_loadu_ps((const float *)p), _mm256_loadu_ps((const float *)p + 8)};
     case KIND_F16:
-        return (qmm_v16){_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)),
-                         _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + 16)))};
-    default: {
-        const __m128i a = _mm_loadu_si128((const __m128i *)p), b = _mm_loadu_si128((const __m128i *)(p + 16));
-        return (qmm_v16){_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(a), 16)),
-                         _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(b), 16))};
-    }
+        return (qmm_v16){qmm_avx2_f16x8(p), qmm_avx2_f16x8(p + 16)};
+    default:
+        return (qmm_v16){qmm_avx2_bf16x8(p), qmm_avx2_bf16x8(p + 16)};
     }
 }
 

@@ -73,19 +73,10 @@ bool qmm_x86_gemv_int8_avx512_has_type(qmm_type type) {
 }
 
 /*
- * Measured (qmm bench, 14336 x 4096, 2 threads, int8 strategy, n = 1..8, this VM; ms gemv vs
- * AMX): AMX reads its int8 copy (1.125 bytes per weight) at the memory rate for any n
- * (~3.3 ms q4_0/q8_0, ~3.7 ms q4_K), so gemv wins while it stays under that: q4_0 up to
- * n = 8 (1.84 .. 3.12 ms), q4_K up to n = 6 (2.31 .. 3.23; n = 7: 3.98), q8_0 only at n = 1
- * (3.30 vs 3.36; its native blocks are 1.06 bytes per weight, n = 2: 3.68).
- * q4_1, q5_0, q5_1, q5_K (int8 tiles since the third session), 2026-11-29 22:47 UTC, quiet:
- *   qmm bench --shape 4608x1024,1024x4608 --types q4_1,q5_0,q5_1,q5_K --strategy int8
- *             --n 1,2,4,6,8,12,16 --iters 7 --csv [--batch-invariant: AMX at every n]
- * ms gemv / AMX at 4608x1024 and 1024x4608: q4_1 n=8 0.273/0.313, 0.334/0.338, n=12
- * 0.429/0.317; q5_0 n=6 0.267/0.287, 0.272/0.305, n=8 0.323/0.293, 0.338/0.325; q5_1 n=6
- * 0.267/0.311, 0.324/0.341, n=8 0.348/0.323, 0.362/0.348; q5_K n=6 0.280/0.321, 0.289/0.338,
- * n=8 0.316/0.316, 0.370/0.316.
- * Types without int8 tiles (q2_K, q3_K, q6_K: no AMX kernel) run this kernel for every n.
+ * Where this kernel beats the AMX-INT8 tiles, per type with tiles: AMX reads its int8 copy
+ * (1.125 bytes per weight) at the memory rate for any n, so this kernel wins while its time
+ * stays under that (the commands and numbers: bench/results/cpu-spr-crossovers.md). Types
+ * without int8 tiles (q2_K, q3_K, q6_K: no AMX kernel) run this kernel for every n.
  */
 int64_t qmm_x86_gemv_int8_avx512_max_n(qmm_type type) {
     switch (type) {

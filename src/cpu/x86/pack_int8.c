@@ -100,9 +100,9 @@ static void unpack_k45(const unsigned char *row, int64_t nsuper, bool q5, int8_t
 }
 
 /* One W row: 32-element blocks of int8 quants q[k], scales d[k/32], mins mn[k/32] (the
- * added float; 0 for types without a min). */
-static void unpack_row(qmm_type type, const unsigned char *row, int64_t k, int8_t *q, float *d,
-                       float *mn) {
+ * added float; 0 for types without a min). Also used by pack_int8_x8.c (x86_kernels.h). */
+void qmm_x86_int8_unpack_row(qmm_type type, const unsigned char *row, int64_t k, int8_t *q,
+                             float *d, float *mn) {
     const int64_t nb = k / 32;
     switch (type) {
     case QMM_TYPE_Q4_0: unpack_legacy(row, nb, sizeof(block_q4_0), false, false, 8, q, d, mn); break;
@@ -165,8 +165,8 @@ qmm_status qmm_x86_int8_tiles_pack(qmm_type type, int64_t m, int64_t k, const vo
             for (int64_t j = 0; j < 16; j++) {
                 const int64_t i = g * 16 + j;
                 if (i < m) {
-                    unpack_row(type, (const unsigned char *)rows + (size_t)i * row_stride, k, rq,
-                               rd, rm);
+                    qmm_x86_int8_unpack_row(type, (const unsigned char *)rows + (size_t)i * row_stride,
+                                            k, rq, rd, rm);
                 } else {
                     memset(rq, 0, (size_t)k);
                     memset(rd, 0, (size_t)kc * sizeof(float));

@@ -63,15 +63,52 @@ static qmm_status ensure_int8_tiles(const qmm_context *ctx, const qmm_weights *w
     return QMM_OK;
 }
 
+static qmm_status ensure_int8_x8(const qmm_context *ctx, const qmm_weights *w,
+                                 const qmm_x86_weights **out) {
+    qmm_x86_weights *xw = NULL;
+    qmm_status s = x86_record(w, &xw);
+    if (s != QMM_OK) return s;
+    if (xw->x8.data == NULL) {
+        const qmm_cpu_weights *cw = w->backend;
+        s = qmm_x86_gemm_int8_avx2_pack(w->type, w->m, w->k, cw->data, cw->stride,
+                                        ((const qmm_cpu_state *)ctx->backend)->n_threads, &xw->x8);
+        if (s != QMM_OK) return s;
+    }
+    *out = xw;
+    return QMM_OK;
+}
+
 void qmm_cpu_x86_weights_release(qmm_weights *w) {
     qmm_cpu_weights *cw = w->backend;
     if (cw == NULL || cw->x86 == NULL) return;
     qmm_x86_weights *xw = cw->x86;
     qmm_x86_bf16_tiles_free(&xw->bf16);
     qmm_x86_int8_tiles_free(&xw->int8);
+    qmm_x86_gemm_int8_avx2_free(&xw->x8);
     free(xw->otf_row_scale);
     free(xw);
     cw->x86 = NULL;
+}
+
+static size_t round64(size_t v) { return (v + 63) / 64 * 64; }
+
+void qmm_cpu_x86_weights_memory(const qmm_weights *w, qmm_weights_memory_info *out) {
+    const qmm_cpu_weights *cw = w->backend;
+    const qmm_x86_weights *xw = cw != NULL ? cw->x86 : NULL;
+    if (xw == NULL) return;
+    if (xw->bf16.data != NULL)
+        out->bf16_bytes += round64((size_t)xw->bf16.parts * (size_t)xw->bf16.m_pad *
+                                   (size_t)xw->bf16.k_pad * sizeof(uint16_t)) +
+                           round64((size_t)xw->bf16.m_pad * sizeof(float));
+    if (xw->otf_row_scale != NULL) {
+        const size_t m_pad = ((size_t)w->m + QMM_X86_TILE_M - 1) / QMM_X86_TILE_M * QMM_X86_TILE_M;
+        out->bf16_bytes += round64(m_pad * sizeof(float));
+    }
+    if (xw->int8.q != NULL) {
+        const size_t scales = round64((size_t)xw->int8.m_pad * (size_t)(xw->int8.k / 32) * sizeof(float));
+        out->int8_bytes += round64((size_t)xw->int8.m_pad * (size_t)xw->int8.k) + scales +
+                           (xw->int8.mn != NULL ? scales : 0);
+    }
 }
 
 bool qmm_cpu_x86_fused_amx_has_type(qmm_type type) { return type != QMM_TYPE_F32; }
@@ -80,18 +117,9 @@ bool qmm_cpu_x86_fused_amx_f32_has_type(qmm_type type) { return type == QMM_TYPE
 
 /* The largest n for which fused_amx_bf16 decodes the GGUF blocks on the fly
  * (qmm_x86_gemm_bf16_otf_amx) rather than streaming the packed bf16 copy; both give the
- * same bits, so any switch point keeps batch invariance. 0 (packed for every n): measured
- * on 2026-11-29 on the 2-core AMX VM (load average ~2, interleaved A/B of a build with
- * -DQMM_X86_OTF_MAX_N=64 against one with 0) with
- *   qmm bench --shape 4608x1024,1024x4608 --types q4_0,q4_K,q8_0 --n 1,16,32,64
- *             --strategy fused --iters 9 --csv
- * the on-the-fly kernel was decode-bound at ~0.4 ms (q4_0), ~0.45 (q4_K), ~0.53 (q8_0) for
- * n = 1..16 against 0.38-0.42 ms packed: a tie for q4_0, 10-30% slower for q4_K/q8_0, far
- * slower for the types decoded through to_float (q6_K 5 ms). docs/KERNELS.md has the rows.
- * Re-measured on 2026-11-29 19:22 UTC after the L1-chunked, interleaved decode and the q6_K,
- * f16, bf16 register decoders (load average ~1.2; both kernels in one process, interleaved
- * call by call, median of 41, 2 threads): still 1.7-2.4x slower than packed at n = 1, 16, 64
- * (q4_0 4608x1024 n = 1: 0.360 vs 0.193 ms; q6_K 0.450 vs 0.190), so 0 stays. */
+ * same bits, so any switch point keeps batch invariance. 0 (packed for every n): the
+ * on-the-fly kernel measured slower than the packed copy at every n tried (the commands and
+ * numbers: bench/results/cpu-spr-crossovers.md). */
 #ifndef QMM_X86_OTF_MAX_N /* -DQMM_X86_OTF_MAX_N=64 builds the variant to re-measure */
 #define QMM_X86_OTF_MAX_N 0
 #endif
@@ -213,29 +241,29 @@ qmm_status qmm_cpu_x86_matmul_int8_amx(qmm_context *ctx, const qmm_weights *w, i
 }
 
 /* ---------------------------------------------------------------------------------------
- * int8 below AMX (levels avx2 and avx512): the int8 gemv on the native blocks, on ymm
- * (gemv_int8_avx2.c, or gemv_int8_avxvnni.c where the CPU has AVX-VNNI) or on zmm at level
- * avx512 (gemv_int8_avx512.c); all three give the same bits.
+ * int8 below AMX (levels avx2 and avx512): the int8 gemv on the native blocks for decode
+ * sizes, on ymm (gemv_int8_avx2.c, or gemv_int8_avxvnni.c where the CPU has AVX-VNNI) or on
+ * zmm at level avx512 (gemv_int8_avx512.c; all three give the same bits), and the AVX2 int8
+ * GEMM (gemm_int8_avx2.h) on its 8-row interleaved copy of W for prefill sizes.
  * ------------------------------------------------------------------------------------- */
+
+/* The smallest n at which int8 below AMX runs the GEMM (types it has; the gemv below). */
+#define QMM_INT8_AVX2_GEMM_MIN_N 8
 
 /*
  * THE dispatch point of the int8 strategy at levels avx2 and avx512: true when this call runs
- * the int8 gemv on the native blocks, false when it would run an int8 GEMM. There is no GEMM
- * below AMX yet, so the gemv runs for every n (batch-invariant: its row j does not depend on
- * n). An int8 GEMM on repacked weights plugs in here for large n, as int8_uses_gemv does for
- * AMX: gemv up to a measured n per type, and with QMM_FLAG_BATCH_INVARIANT one kernel for every
- * n (the two round differently).
+ * the int8 gemv on the native blocks, false when it runs the int8 GEMM. The two round
+ * differently, so with QMM_FLAG_BATCH_INVARIANT a type the GEMM has runs the GEMM at every n.
  */
 static bool int8_avx2_uses_gemv(const qmm_context *ctx, qmm_type type, int64_t n) {
-    (void)ctx;
-    (void)type;
-    (void)n;
-    return true;
+    if (!qmm_x86_gemm_int8_avx2_has_type(type)) return true;
+    if (ctx->params.flags & QMM_FLAG_BATCH_INVARIANT) return false;
+    return n < QMM_INT8_AVX2_GEMM_MIN_N;
 }
 
 const char *qmm_cpu_x86_int8_avx2_kernel(const qmm_context *ctx, qmm_type type, int64_t n) {
     const qmm_cpu_state *st = ctx->backend;
-    if (!int8_avx2_uses_gemv(ctx, type, n)) return "int8_avx2_gemm";
+    if (!int8_avx2_uses_gemv(ctx, type, n)) return st->avx_vnni ? "int8_avx2_gemm_vnni" : "int8_avx2_gemm";
     if (st->isa >= QMM_CPU_ISA_AVX512) return "int8_vnni_gemv";
     return st->avx_vnni ? "int8_avxvnni_gemv" : "int8_avx2_gemv";
 }
@@ -251,8 +279,17 @@ qmm_status qmm_cpu_x86_matmul_int8_avx2(qmm_context *ctx, const qmm_weights *w, 
     if (nonfinite)
         return zmm ? qmm_cpu_x86_matmul_gemv_avx512(ctx, w, n, x, ldx, y, ldy)
                    : qmm_cpu_x86_matmul_gemv_avx2(ctx, w, n, x, ldx, y, ldy);
-    if (!int8_avx2_uses_gemv(ctx, w->type, n)) /* the int8 GEMM's place (above) */
-        return qmm_error(QMM_ERR_INTERNAL, "int8: no GEMM kernel below amx");
+    if (!int8_avx2_uses_gemv(ctx, w->type, n)) {
+        const qmm_x86_weights *xw;
+        s = ensure_int8_x8(ctx, w, &xw);
+        if (s != QMM_OK) return s;
+        s = qmm_cpu_scratch_grow(&st->shared,
+                                 qmm_x86_gemm_int8_avx2_scratch(&xw->x8, n, st->n_threads));
+        if (s != QMM_OK) return s;
+        qmm_x86_gemm_int8_avx2(&xw->x8, n, x, ldx, y, ldy, st->shared.ptr, st->n_threads,
+                               st->avx_vnni);
+        return QMM_OK;
+    }
     const qmm_cpu_weights *cw = w->backend;
     s = qmm_cpu_scratch_grow(&st->shared, zmm ? qmm_x86_gemv_int8_avx512_scratch(n, w->k)
                                               : qmm_x86_gemv_int8_avx2_scratch(n, w->k));
@@ -289,4 +326,19 @@ qmm_status qmm_cpu_x86_matmul_gemv_avx2(qmm_context *ctx, const qmm_weights *w, 
     if (s != QMM_OK)
         return qmm_error(QMM_ERR_INTERNAL, "gemv_avx2: no kernel for type %d", (int)w->type);
     return QMM_OK;
+}
+
+/* fused_avx2 in batch-invariant mode: up to the auto row's gemv_max_n the gemv kernels of
+ * the same order (gemv_avx2, gemv_avx512: bit-identical to fused_avx2 for every W row, X
+ * row and k), so one order serves every n at the speed of the decode path. */
+bool qmm_cpu_x86_fused_avx2_uses_gemv(const qmm_context *ctx, qmm_type type, int64_t n) {
+    const qmm_cpu_state *st = ctx->backend;
+    return (ctx->params.flags & QMM_FLAG_BATCH_INVARIANT) != 0 &&
+           n <= qmm_cpu_auto_lookup(NULL, st->isa, type, 0, 0, NULL).gemv_max_n && qmm_x86_gemv_avx2_has_type(type);
+}
+
+const char *qmm_cpu_x86_fused_avx2_kernel(const qmm_context *ctx, qmm_type type, int64_t n) {
+    if (!qmm_cpu_x86_fused_avx2_uses_gemv(ctx, type, n)) return "fused_avx2";
+    return ((const qmm_cpu_state *)ctx->backend)->isa >= QMM_CPU_ISA_AVX512 ? "gemv_avx512"
+                                                                            : "gemv_avx2";
 }

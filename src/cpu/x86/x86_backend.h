@@ -9,6 +9,7 @@
 #include <stdbool.h>
 
 #include "cpu/cpu_internal.h"
+#include "cpu/x86/gemm_int8_avx2.h"
 #include "cpu/x86/x86_kernels.h"
 
 /* The x86 forms of one CPU weights object (qmm_cpu_weights.x86). */
@@ -16,6 +17,7 @@ typedef struct qmm_x86_weights {
     qmm_x86_bf16_tiles bf16; /* AMX B-tiles; data == NULL when not packed */
     qmm_x86_int8_tiles int8; /* AMX-INT8 B-tiles (32-block types); q == NULL when not packed */
     float *otf_row_scale;    /* bf16 row scales for the on-the-fly AMX kernel (m_pad) or NULL */
+    qmm_x86_int8_x8 x8;      /* the AVX2 int8 GEMM's 8-row interleaved copy; data == NULL when not packed */
     /* Whether some dequantized W element is Inf or NaN (checked on the first int8 call):
      * -1 not checked yet, 0 no, 1 yes. The int8 kernels scale integer dots by d_w * d_x and
      * cannot form such an element (e.g. mxfp4's E8M0 0xFE times 4 overflows to Inf in the
@@ -33,6 +35,10 @@ typedef struct qmm_x86_weights {
 qmm_status qmm_cpu_x86_weights_init(const qmm_context *ctx, qmm_weights *w);
 /* Free what qmm_cpu_x86_weights_init made (NULL-safe). */
 void qmm_cpu_x86_weights_release(qmm_weights *w);
+/* Add the bytes of the x86 forms made so far to *out (bf16_bytes: the bf16 tiles with their
+ * row scales and the on-the-fly kernel's row scales; int8_bytes: the int8 tiles, scales, mins),
+ * as allocated (each array rounded up to 64 bytes). */
+void qmm_cpu_x86_weights_memory(const qmm_weights *w, qmm_weights_memory_info *out);
 
 /* fused on AMX-BF16: any weight type but f32 (kept on the exact f32 paths). */
 bool qmm_cpu_x86_fused_amx_has_type(qmm_type type);
@@ -66,5 +72,15 @@ qmm_status qmm_cpu_x86_matmul_gemv_avx512(qmm_context *ctx, const qmm_weights *w
  * gemv_portable). */
 qmm_status qmm_cpu_x86_matmul_gemv_avx2(qmm_context *ctx, const qmm_weights *w, int64_t n,
                                         const float *x, int64_t ldx, float *y, int64_t ldy);
+
+/* fused on AVX2 + FMA + F16C for every weight type (fused_avx2.c), precision class f32, in
+ * the gemv kernels' summation order (gemv_common.h): every output has the bits gemv_avx2 and
+ * gemv_avx512 give it. In batch-invariant mode, for n up to the auto table's gemv_max_n of
+ * the (ISA level, type), it runs those gemv kernels instead (same bits, the decode regime's
+ * speed) where they have the type; qmm_cpu_x86_fused_avx2_kernel names what runs. */
+qmm_status qmm_cpu_x86_matmul_fused_avx2(qmm_context *ctx, const qmm_weights *w, int64_t n,
+                                         const float *x, int64_t ldx, float *y, int64_t ldy);
+bool qmm_cpu_x86_fused_avx2_uses_gemv(const qmm_context *ctx, qmm_type type, int64_t n);
+const char *qmm_cpu_x86_fused_avx2_kernel(const qmm_context *ctx, qmm_type type, int64_t n);
 
 #endif /* QMM_CPU_X86_BACKEND_H */

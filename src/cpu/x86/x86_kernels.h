@@ -182,6 +182,12 @@ bool qmm_x86_int8_tiles_has_type(qmm_type type);
 qmm_status qmm_x86_int8_tiles_pack(qmm_type type, int64_t m, int64_t k, const void *rows,
                                    size_t row_stride, int n_threads, qmm_x86_int8_tiles *out);
 
+/* One row of a type of qmm_x86_int8_tiles_has_type (k a multiple of 32) as the tiles hold it:
+ * int8 quants q[k], per 32-element block the scale d[k/32] and the added float mn[k/32] (0
+ * for types without a min), so d * q (+ mn) is to_float's value. Portable C (pack_int8.c). */
+void qmm_x86_int8_unpack_row(qmm_type type, const unsigned char *row, int64_t k, int8_t *q,
+                             float *d, float *mn);
+
 /* The 4-bit codebook types among them (pack_int8_codebook.c): q = the
  * codebook value of each element's 4-bit index, d[k/32] = the block's float scale (no min). */
 bool qmm_x86_int8_codebook_tiles_has_type(qmm_type type);
@@ -234,9 +240,9 @@ void qmm_x86_int8_quantize_row_generic(const float *x, int64_t k, int8_t *q, flo
 bool qmm_x86_gemv_int8_avx512_has_type(qmm_type type);
 
 /* The largest n for which the int8 strategy runs qmm_x86_gemv_int8_avx512 rather than the
- * AMX kernel for `type`: measured per type for the types with int8 tiles (q4_0 8, q4_K 6,
- * q8_0 1); INT64_MAX for the other quantized types (no AMX kernel: the gemv runs for every
- * n); 0 for types it does not handle. */
+ * AMX kernel for `type`: measured per type for the types with int8 tiles (the measurements:
+ * bench/results/cpu-spr-crossovers.md); INT64_MAX for the other quantized types (no AMX
+ * kernel: the gemv runs for every n); 0 for types it does not handle. */
 int64_t qmm_x86_gemv_int8_avx512_max_n(qmm_type type);
 
 /* Scratch bytes qmm_x86_gemv_int8_avx512 needs for n X rows of k elements (per row: the int8

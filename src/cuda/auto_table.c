@@ -1,0 +1,36 @@
+/*
+ * auto_table.c — the data `auto` reads on CUDA (qmm_cuda_auto_row, cuda_internal.h; the order
+ * of the choices is written there). Which copies of W a choice may make is the context's
+ * qmm_cache_policy, applied in backend.c; these rows only say from which n each path wins.
+ *
+ * The sm_90 row was measured on an H200 with bench/cuda_bench (built and run by
+ * `bench/gpu_run.sh bench`; device time of 100 calls replayed in a CUDA graph, every line
+ * verified against qmm_matmul_ref first) on the LFM2.5-350M shapes for q4_0, q4_K, q6_K and
+ * f16 at n = 1, 8, 512; docs/CUDA.md ("auto and batch invariance") gives the numbers that set
+ * each threshold. gemv_max_n is the gemv's token group (QMM_CUDA_GEMV_TOKENS), the rule this
+ * table replaced: gemv against int8 and fused between n = 2 and 64 is not measured yet.
+ * The row for every other GPU is the same rule, not measured there. To re-measure (every
+ * strategy, the crossovers between n = 1 and 512, copies allowed so that every path runs):
+ *   qmm bench --backend cuda --cache unlimited --types q4_0,q4_K,q6_K,q8_0
+ *             --strategy gemv,int8,fused,cached_f16,fp8 --n 1,2,4,8,9,16,32,64,512
+ * (`bench/gpu_run.sh auto_sweep`).
+ */
+#include "cuda/cuda_internal.h"
+
+#define ANY_TYPE (-1)
+
+static const qmm_cuda_auto_row auto_rows[] = {
+    /* cc, type, f16_min_n, fp8_min_n, gemv_max_n, int8_min_n */
+    {90, ANY_TYPE, 2, 2, 8, 9},
+    {0, ANY_TYPE, 2, 2, 8, 9},
+};
+
+qmm_cuda_auto_row qmm_cuda_auto_lookup(int cc, int type) {
+    /* most specific first: (cc, type), (cc, any), (any GPU, type), (any GPU, any) */
+    const int want_cc[4] = {cc, cc, 0, 0}, want_type[4] = {type, ANY_TYPE, type, ANY_TYPE};
+    for (int pass = 0; pass < 4; pass++)
+        for (size_t i = 0; i < sizeof auto_rows / sizeof auto_rows[0]; i++)
+            if (auto_rows[i].cc == want_cc[pass] && auto_rows[i].type == want_type[pass])
+                return auto_rows[i];
+    return auto_rows[sizeof auto_rows / sizeof auto_rows[0] - 1];
+}

@@ -1,0 +1,55 @@
+// gemv.wgsl — decode sizes: each workgroup owns GV_ROWS rows of W and GV_TOKENS tokens.
+//
+// GV_LANES threads per row walk the row in 8-element pieces (lane l takes pieces l,
+// l + GV_LANES, ...), decode each once (qmm_dec8) and multiply it with the GV_TOKENS tokens'
+// X values into one vec4 accumulator (component j: token j); then the lanes' partial sums are
+// added in workgroup memory by halving (no subgroup operations). The order of every sum is
+// fixed and the same for every n: batch-invariant; f32 throughout (F32 class).
+
+var<workgroup> red: array<vec4<f32>, GV_ROWS * GV_LANES>;
+
+fn xdot(t: u32, e: u32, w: W8) -> f32 {
+    if (t >= P.n) {
+        return 0.0;
+    }
+    let i = P.x_off + t * P.ldx + e;
+    var xl = vec4<f32>(X[i], X[i + 1u], X[i + 2u], X[i + 3u]);
+    var xh = vec4<f32>(X[i + 4u], X[i + 5u], X[i + 6u], X[i + 7u]);
+    if (e + 8u > P.k) { // a float type's k tail: the X words past the row are not the row's
+        let j = vec4<u32>(e, e + 1u, e + 2u, e + 3u);
+        xl = select(vec4<f32>(0.0), xl, j < vec4<u32>(P.k));
+        xh = select(vec4<f32>(0.0), xh, j + vec4<u32>(4u) < vec4<u32>(P.k));
+    }
+    return dot(w.lo, xl) + dot(w.hi, xh);
+}
+
+@compute @workgroup_size(GV_LANES, GV_ROWS, 1)
+fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
+    let lane = lid.x;
+    let r = wid.x * GV_ROWS + lid.y;
+    let t0 = wid.y * GV_TOKENS;
+    var acc = vec4<f32>(0.0);
+    if (r < P.rows) {
+        for (var e = lane * 8u; e < P.k; e += GV_LANES * 8u) {
+            let w = load_w8(r, e);
+            acc += vec4<f32>(xdot(t0, e, w), xdot(t0 + 1u, e, w), xdot(t0 + 2u, e, w), xdot(t0 + 3u, e, w));
+        }
+    }
+    let slot = lid.y * GV_LANES + lane;
+    red[slot] = acc;
+    workgroupBarrier();
+    for (var s = GV_LANES / 2u; s > 0u; s = s / 2u) {
+        if (lane < s) {
+            red[slot] = red[slot] + red[slot + s];
+        }
+        workgroupBarrier();
+    }
+    if (lane == 0u && r < P.rows) {
+        let sum = red[slot];
+        let y = P.y_off + r;
+        if (t0 < P.n) { Y[y + t0 * P.ldy] = sum.x; }
+        if (t0 + 1u < P.n) { Y[y + (t0 + 1u) * P.ldy] = sum.y; }
+        if (t0 + 2u < P.n) { Y[y + (t0 + 2u) * P.ldy] = sum.z; }
+        if (t0 + 3u < P.n) { Y[y + (t0 + 3u) * P.ldy] = sum.w; }
+    }
+}
