@@ -1921,8 +1921,13 @@ static int setup_backends(void) {
     for (int lv = QMM_CPU_ISA_GENERIC; lv <= QMM_CPU_ISA_COUNT; lv++) {
         /* lv == QMM_CPU_ISA_COUNT: avx2 without AVX-VNNI */
         const bool novnni = lv == QMM_CPU_ISA_COUNT;
+#if defined(QMM_ARCH_X86_64)
         const int isa = novnni ? QMM_CPU_ISA_AVX2 : lv;
         if (novnni && !qmm_cpu_features_get()->avx_vnni) continue;
+#else
+        const int isa = lv;
+        if (novnni) continue; /* AVX-VNNI exists only on x86-64 */
+#endif
         backend *be = &g_be[g_nbe];
         memset(be, 0, sizeof *be);
         snprintf(be->name, sizeof be->name, "cpu:%s%s", qmm_cpu_isa_name((qmm_cpu_isa)isa),

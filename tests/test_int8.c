@@ -14,12 +14,14 @@
  * Every test runs once per ISA configuration this machine has (QMM_CPU_ISA, QMM_CPU_AVX_VNNI):
  *   amx            int8_amx: the VNNI gemv up to its max_n, AMX above (and for every n with
  *                  QMM_FLAG_BATCH_INVARIANT);
- *   avx512         int8_avx512: the AVX-512 VNNI gemv for every n;
- *   avx2+avx-vnni  int8_avx2 on vpdpbusd (ymm), where the CPU has AVX-VNNI;
+ *   avx512         int8_avx512: the AVX-512 VNNI gemv below QMM_INT8_AVX2_GEMM_MIN_N, the
+ *                  AVX2 int8 GEMM from there (every n with QMM_FLAG_BATCH_INVARIANT) for
+ *                  the types it has;
+ *   avx2+avx-vnni  int8_avx2 on vpdpbusd (ymm), where the CPU has AVX-VNNI, gemv then GEMM;
  *   avx2           int8_avx2 on vpmaddubsw + vpmaddwd (QMM_CPU_AVX_VNNI=off on such a CPU).
- * Below amx the plain and the batch-invariant context run the same gemv, so their Y must be
- * the same bits at every n, and where the CPU has AVX-512 the level's kernel must give the
- * AVX-512 kernel's bits (one order for all int8 gemv kernels). Skipped (77) without AVX2.
+ * For a type without the GEMM the plain and the batch-invariant context run the same gemv,
+ * so their Y must be the same bits at every n; where the CPU has AVX-512 the level's gemv
+ * must give the AVX-512 kernel's bits (one order for all int8 gemv kernels). Skipped (77) without AVX2.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -33,6 +35,7 @@
 #include <cmocka.h>
 
 #include "cpu/cpu_features.h"
+#include "cpu/x86/gemm_int8_avx2.h"
 #include "cpu/x86/x86_kernels.h"
 #include "formats/blocks.h"
 #include "formats/fp16.h"
@@ -91,7 +94,8 @@ static qmm_status level_ctx(const qmm_context_params *p, qmm_context **out) {
 
 /* The largest n the level runs its gemv for. */
 static int64_t gemv_max_n(qmm_type type) {
-    return g_level->amx ? qmm_x86_gemv_int8_avx512_max_n(type) : INT64_MAX;
+    if (g_level->amx) return qmm_x86_gemv_int8_avx512_max_n(type);
+    return qmm_x86_gemm_int8_avx2_has_type(type) ? QMM_INT8_AVX2_GEMM_MIN_N - 1 : INT64_MAX;
 }
 
 /* mxfp4 rows whose E8M0 scales are below 2^-119: the AMX kernel's d_w * dx is then subnormal
@@ -197,8 +201,9 @@ static int check_case(qmm_context *ctx, const char *what, qmm_type type, int64_t
                         paths_ok = false;
             }
         }
-        /* below amx both contexts run the same gemv: the same bits at every n */
-        for (int64_t j = 0; !g_level->amx && j < n; j++)
+        /* one kernel for every n (below amx, a type without the int8 GEMM): both contexts
+         * run the same gemv, so the same bits at every n */
+        for (int64_t j = 0; max_n == INT64_MAX && j < n; j++)
             if (memcmp(yinv + j * ldy, y + j * ldy, sizeof(float) * (size_t)m) != 0)
                 paths_ok = false;
         /* the batch-invariant context (AMX, or the gemv for types without int8 tiles) vs the

@@ -397,7 +397,8 @@ static void test_amx_bits(void **state) {
 static void test_registry_and_fallback(void **state) {
     (void)state;
     tu_rng r = tu_rng_make(0x4D);
-    const int64_t m = 19, k = 256, n = 5, ldx = k;
+    /* n at the GEMM's first n: below it the int8 strategy runs the int8 gemv */
+    const int64_t m = 19, k = 256, n = QMM_INT8_AVX2_GEMM_MIN_N + 1, ldx = k;
     for (int vnni_env = 0; vnni_env < 2; vnni_env++) {
         if (vnni_env) setenv("QMM_CPU_AVX_VNNI", "0", 1);
         qmm_context *ctx = ctx_at("avx2", 0);
@@ -413,7 +414,7 @@ static void test_registry_and_fallback(void **state) {
             make_x(x, n, k, ldx, X_UNIFORM, &r);
             qmm_path p8, pg;
             run_api(ctx, QMM_STRATEGY_INT8, t, m, k, w, rb, n, x, ldx, y8, &p8);
-            assert_string_equal(p8.kernel, vnni ? "int8_avx2_vnni" : "int8_avx2");
+            assert_string_equal(p8.kernel, vnni ? "int8_avx2_gemm_vnni" : "int8_avx2_gemm");
             assert_int_equal(p8.precision, QMM_PRECISION_INT8);
             /* one f16/E8M0 scale field of row 3 made Inf (E8M0 0xFF is NaN): gemv's bits */
             const qmm_scale_field *sf = &traits(t)->layout->scales[0];

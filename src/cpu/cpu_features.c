@@ -290,7 +290,12 @@ qmm_status qmm_cpu_avx_vnni_select(qmm_cpu_isa isa, bool *out) {
             return qmm_error(QMM_ERR_INVALID_ARGUMENT,
                              "QMM_CPU_AVX_VNNI=\"%s\" is not one of off, 0, auto", env);
     }
+#if defined(QMM_ARCH_X86_64)
     const qmm_cpu_features *f = qmm_cpu_features_get();
     *out = allowed && isa >= QMM_CPU_ISA_AVX2 && f->avx_vnni && f->os_ymm;
+#else
+    (void)isa;
+    *out = false && allowed; /* no AVX-VNNI kernels outside x86-64 */
+#endif
     return QMM_OK;
 }

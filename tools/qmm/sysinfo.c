@@ -80,8 +80,12 @@ const char *sysinfo_cpu_isa(void) {
     if (qmm_cpu_isa_select(&isa) != QMM_OK || qmm_cpu_avx_vnni_select(isa, &vnni) != QMM_OK)
         return "unavailable";
     /* the AVX-VNNI kernels run at level avx2 only (higher levels have their own) */
-    snprintf(buf, sizeof buf, "%s%s", qmm_cpu_isa_name(isa),
-             isa == QMM_CPU_ISA_AVX2 && vnni ? "+avx-vnni" : "");
+#if defined(QMM_ARCH_X86_64)
+    const bool avx_vnni_level = isa == QMM_CPU_ISA_AVX2 && vnni;
+#else
+    const bool avx_vnni_level = false && vnni;
+#endif
+    snprintf(buf, sizeof buf, "%s%s", qmm_cpu_isa_name(isa), avx_vnni_level ? "+avx-vnni" : "");
     return buf;
 }
 

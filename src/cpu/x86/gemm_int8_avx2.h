@@ -93,6 +93,10 @@ void qmm_x86_gemm_int8_avx2_unpack_row(const qmm_x86_int8_x8 *w, int64_t i, floa
 /* Scratch bytes qmm_x86_gemm_int8_avx2 needs for n X rows on n_threads threads. */
 size_t qmm_x86_gemm_int8_avx2_scratch(const qmm_x86_int8_x8 *w, int64_t n, int n_threads);
 
+/* The smallest n at which the int8 strategy below AMX (x86_backend.c) runs this GEMM for the
+ * types it has (the int8 gemv below it); a constant, not measured yet. */
+#define QMM_INT8_AVX2_GEMM_MIN_N 8
+
 /*
  * Y[n][m] = X[n][k] * W^T on the packed weights: X quantized per call with
  * qmm_x86_int8_quantize_row (per 32-element block dx = max|x| / 127, q = round-to-nearest-

@@ -247,9 +247,6 @@ qmm_status qmm_cpu_x86_matmul_int8_amx(qmm_context *ctx, const qmm_weights *w, i
  * GEMM (gemm_int8_avx2.h) on its 8-row interleaved copy of W for prefill sizes.
  * ------------------------------------------------------------------------------------- */
 
-/* The smallest n at which int8 below AMX runs the GEMM (types it has; the gemv below). */
-#define QMM_INT8_AVX2_GEMM_MIN_N 8
-
 /*
  * THE dispatch point of the int8 strategy at levels avx2 and avx512: true when this call runs
  * the int8 gemv on the native blocks, false when it runs the int8 GEMM. The two round
