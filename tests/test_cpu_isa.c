@@ -5,7 +5,8 @@
  * with m, n and k tails (n in 1, 2, 3, 15, 16, 17, 64, 65), with guard columns in Y checked.
  * A level this machine lacks must be refused at context creation (checked) and is then
  * reported as skipped, never passed. Also: batch-invariant mode gives bit-identical rows
- * for every n at every level, and a bad QMM_CPU_ISA name is an error. gemv also at n = 1..8
+ * for every n at every level, and a bad QMM_CPU_ISA name is an error, as is a bad
+ * QMM_CPU_AVX_VNNI value (which picks the int8 kernel at avx2: checked by name). gemv also at n = 1..8
  * with long k with block tails and m = 131, in the f32 accuracy class, rows and threads
  * bit-identical (test_gemv_shapes_*).
  *
@@ -436,9 +437,44 @@ static void test_isa_env(void **state) {
                       qmm_cpu_isa_supported((qmm_cpu_isa)i) ? "supported" : "not supported");
 }
 
+/* QMM_CPU_AVX_VNNI: a bad value is INVALID_ARGUMENT; at level avx2 the int8 kernel is the
+ * AVX-VNNI one exactly where the CPU has it and the variable is not "off"/"0" (and never at
+ * level generic, which has no int8). */
+static void test_avx_vnni_env(void **state) {
+    (void)state;
+    if (!qmm_cpu_isa_supported(QMM_CPU_ISA_AVX2)) skip();
+    qmm_context *ctx = NULL;
+    setenv("QMM_CPU_AVX_VNNI", "maybe", 1);
+    assert_int_equal(qmm_context_create(NULL, &ctx), QMM_ERR_INVALID_ARGUMENT);
+    assert_null(ctx);
+    assert_non_null(strstr(qmm_last_error(), "QMM_CPU_AVX_VNNI"));
+    const int64_t m = 8, k = 256;
+    size_t rb;
+    assert_int_equal(qmm_row_bytes(QMM_TYPE_Q4_K, k, &rb), QMM_OK);
+    unsigned char *wq = calloc(m, rb);
+    assert_non_null(wq);
+    const char *values[] = {"off", "0", "auto", ""};
+    for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
+        setenv("QMM_CPU_AVX_VNNI", values[i], 1);
+        assert_int_equal(make_ctx(QMM_CPU_ISA_AVX2, 0, &ctx), QMM_OK);
+        assert_int_equal(qmm_context_set_strategy(ctx, QMM_STRATEGY_INT8), QMM_OK);
+        qmm_weights *w;
+        assert_int_equal(qmm_weights_create(ctx, QMM_TYPE_Q4_K, m, k, wq, rb, &w), QMM_OK);
+        qmm_path path;
+        assert_int_equal(qmm_matmul_path(ctx, w, 1, &path), QMM_OK);
+        const bool vnni = qmm_cpu_features_get()->avx_vnni && i >= 2;
+        assert_string_equal(path.kernel, vnni ? "int8_avxvnni_gemv" : "int8_avx2_gemv");
+        qmm_weights_free(w);
+        qmm_context_free(ctx);
+    }
+    unsetenv("QMM_CPU_AVX_VNNI");
+    free(wq);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_isa_env),
+        cmocka_unit_test(test_avx_vnni_env),
         cmocka_unit_test(test_generic),
 #if defined(QMM_ARCH_X86_64)
         cmocka_unit_test(test_avx2),
