@@ -43,26 +43,25 @@ struct Params {
 // Per row of the weights, the shift its row was uploaded with.
 @group(0) @binding(6) var<storage, read> R: array<i32>;
 
-// X element i of a row whose shift is s, as f32: exact (s > 0 only for rows whose largest
-// |x| is below 2^-40, so s >= 40 and every element, subnormal ones included, lands in the
-// normal range; no arithmetic touches a subnormal).
-fn x_at(i: u32, s: i32) -> f32 {
-    let b = X[i];
-    if (s == 0) {
-        return bitcast<f32>(b);
-    }
+// x (bits b) times 2^s, s > 0, exact: s > 0 only for rows whose largest |x| is below
+// 2^-40, so s >= 41 and every element, subnormal ones included, lands in the normal range.
+// A subnormal a 2^-149 is (1 + a 2^-23) - 1 (exact) times 2^(s - 126); a normal x is
+// multiplied by 2^s (s <= 126 when the row has a normal element). No operand is subnormal.
+fn x_scaled(b: u32, s: i32) -> f32 {
     let a = b & 0x7FFFFFFFu;
-    let sign = b & 0x80000000u;
-    if (a == 0u) {
-        return bitcast<f32>(sign);
+    if (a < 0x00800000u) {
+        let v = (bitcast<f32>(a | 0x3F800000u) - 1.0) * bitcast<f32>(u32(s + 1) << 23u);
+        return bitcast<f32>(bitcast<u32>(v) | (b & 0x80000000u));
     }
-    if (a >= 0x00800000u) { // normal: add s to the exponent field
-        return bitcast<f32>(sign | (a + (u32(s) << 23u)));
+    return bitcast<f32>(b) * bitcast<f32>(u32(min(s, 126) + 127) << 23u);
+}
+
+// X element i of a row whose shift is s, as f32.
+fn x_at(i: u32, s: i32) -> f32 {
+    if (s == 0) {
+        return bitcast<f32>(X[i]);
     }
-    // subnormal a * 2^-149: normalized with the leading bit at position 23
-    let lb = firstLeadingBit(a);
-    let man = (a << (23u - lb)) & 0x007FFFFFu;
-    return bitcast<f32>(sign | (u32(i32(lb) + s - 22) << 23u) | man);
+    return x_scaled(X[i], s);
 }
 
 // The bits of v * 2^-e (e >= 0), rounded to nearest even once, subnormal results included

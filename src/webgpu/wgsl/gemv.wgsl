@@ -17,20 +17,30 @@ fn x_shift(t: u32) -> i32 {
     return S[t];
 }
 
-fn xdot(t: u32, e: u32, w: W8, s: i32) -> f32 {
+// Token t's X elements e .. e+7 times w (their shift s: 0 in xdot, nonzero in xdot_scaled).
+fn xdot(t: u32, e: u32, w: W8) -> f32 {
     if (t >= P.n) {
         return 0.0;
     }
     let i = P.x_off + t * P.ldx + e;
-    var xl: vec4<f32>;
-    var xh: vec4<f32>;
-    if (s == 0) {
-        xl = bitcast<vec4<f32>>(vec4<u32>(X[i], X[i + 1u], X[i + 2u], X[i + 3u]));
-        xh = bitcast<vec4<f32>>(vec4<u32>(X[i + 4u], X[i + 5u], X[i + 6u], X[i + 7u]));
-    } else {
-        xl = vec4<f32>(x_at(i, s), x_at(i + 1u, s), x_at(i + 2u, s), x_at(i + 3u, s));
-        xh = vec4<f32>(x_at(i + 4u, s), x_at(i + 5u, s), x_at(i + 6u, s), x_at(i + 7u, s));
+    var xl = bitcast<vec4<f32>>(vec4<u32>(X[i], X[i + 1u], X[i + 2u], X[i + 3u]));
+    var xh = bitcast<vec4<f32>>(vec4<u32>(X[i + 4u], X[i + 5u], X[i + 6u], X[i + 7u]));
+    return xfinish(e, w, xl, xh);
+}
+
+fn xdot_scaled(t: u32, e: u32, w: W8, s: i32) -> f32 {
+    if (t >= P.n) {
+        return 0.0;
     }
+    let i = P.x_off + t * P.ldx + e;
+    var xl = vec4<f32>(x_at(i, s), x_at(i + 1u, s), x_at(i + 2u, s), x_at(i + 3u, s));
+    var xh = vec4<f32>(x_at(i + 4u, s), x_at(i + 5u, s), x_at(i + 6u, s), x_at(i + 7u, s));
+    return xfinish(e, w, xl, xh);
+}
+
+fn xfinish(e: u32, w: W8, xl_in: vec4<f32>, xh_in: vec4<f32>) -> f32 {
+    var xl = xl_in;
+    var xh = xh_in;
     if (e + 8u > P.k) { // a float type's k tail: the X words past the row are not the row's
         let j = vec4<u32>(e, e + 1u, e + 2u, e + 3u);
         xl = select(vec4<f32>(0.0), xl, j < vec4<u32>(P.k));
@@ -50,10 +60,17 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
     let s2 = x_shift(t0 + 2u);
     let s3 = x_shift(t0 + 3u);
     if (r < P.rows) {
-        for (var e = lane * 8u; e < P.k; e += GV_LANES * 8u) {
-            let w = load_w8(r, e);
-            acc += vec4<f32>(xdot(t0, e, w, s0), xdot(t0 + 1u, e, w, s1), xdot(t0 + 2u, e, w, s2),
-                             xdot(t0 + 3u, e, w, s3));
+        if ((s0 | s1 | s2 | s3) == 0) { // the workgroup's tokens: no tiny X row (the usual case)
+            for (var e = lane * 8u; e < P.k; e += GV_LANES * 8u) {
+                let w = load_w8(r, e);
+                acc += vec4<f32>(xdot(t0, e, w), xdot(t0 + 1u, e, w), xdot(t0 + 2u, e, w), xdot(t0 + 3u, e, w));
+            }
+        } else {
+            for (var e = lane * 8u; e < P.k; e += GV_LANES * 8u) {
+                let w = load_w8(r, e);
+                acc += vec4<f32>(xdot_scaled(t0, e, w, s0), xdot_scaled(t0 + 1u, e, w, s1),
+                                 xdot_scaled(t0 + 2u, e, w, s2), xdot_scaled(t0 + 3u, e, w, s3));
+            }
         }
     }
     let slot = lid.y * GV_LANES + lane;
