@@ -437,6 +437,7 @@ static void test_isa_env(void **state) {
                       qmm_cpu_isa_supported((qmm_cpu_isa)i) ? "supported" : "not supported");
 }
 
+#if defined(QMM_ARCH_X86_64)
 /* QMM_CPU_AVX_VNNI: a bad value is INVALID_ARGUMENT; at level avx2 the int8 kernel is the
  * AVX-VNNI one exactly where the CPU has it and the variable is not "off"/"0" (and never at
  * level generic, which has no int8). */
@@ -470,11 +471,14 @@ static void test_avx_vnni_env(void **state) {
     unsetenv("QMM_CPU_AVX_VNNI");
     free(wq);
 }
+#endif
 
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_isa_env),
+#if defined(QMM_ARCH_X86_64)
         cmocka_unit_test(test_avx_vnni_env),
+#endif
         cmocka_unit_test(test_generic),
 #if defined(QMM_ARCH_X86_64)
         cmocka_unit_test(test_avx2),

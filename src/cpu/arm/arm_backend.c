@@ -154,9 +154,20 @@ const char *qmm_cpu_arm_int8_i8mm_kernel(const qmm_context *ctx, qmm_type type, 
 
 qmm_status qmm_cpu_arm_matmul_gemv_neon(qmm_context *ctx, const qmm_weights *w, int64_t n,
                                         const float *x, int64_t ldx, float *y, int64_t ldy) {
-    const qmm_cpu_state *st = ctx->backend;
+    qmm_cpu_state *st = ctx->backend;
     const qmm_cpu_weights *cw = w->backend;
-    qmm_arm_gemv_float_neon(w->type, w->m, w->k, cw->data, cw->stride, n, x, ldx, y, ldy,
-                            st->n_threads);
+    if (!qmm_arm_gemv_neon_has_type(w->type))
+        return qmm_error(QMM_ERR_INTERNAL, "gemv_neon: no dequantizer for type %d", (int)w->type);
+    /* the quantized types: one tile of converted W rows per thread */
+    size_t bytes = 0;
+    if (!qmm_mul_size(qmm_arm_gemv_neon_scratch(w->type, w->k), (size_t)st->n_threads, &bytes))
+        return qmm_error(QMM_ERR_OUT_OF_MEMORY, "gemv_neon: tiles of k=%lld overflow size_t",
+                         (long long)w->k);
+    if (bytes > 0) {
+        const qmm_status s = qmm_cpu_scratch_grow(&st->shared, bytes);
+        if (s != QMM_OK) return s;
+    }
+    qmm_arm_gemv_neon(w->type, w->m, w->k, cw->data, cw->stride, n, x, ldx, y, ldy,
+                      bytes > 0 ? st->shared.ptr : NULL, st->n_threads);
     return QMM_OK;
 }

@@ -37,7 +37,8 @@ qmm_status qmm_cpu_arm_matmul_int8_i8mm(qmm_context *ctx, const qmm_weights *w, 
                                         const float *x, int64_t ldx, float *y, int64_t ldy);
 const char *qmm_cpu_arm_int8_i8mm_kernel(const qmm_context *ctx, qmm_type type, int64_t n);
 
-/* gemv for f32, f16, bf16 with NEON FMA (qmm_arm_gemv_float_has_type). */
+/* gemv and fused (one kernel, the same bits) for every weight type with NEON FMA
+ * (qmm_arm_gemv_neon_has_type): the order of x86's gemv_avx512. */
 qmm_status qmm_cpu_arm_matmul_gemv_neon(qmm_context *ctx, const qmm_weights *w, int64_t n,
                                         const float *x, int64_t ldx, float *y, int64_t ldy);
 
