@@ -257,6 +257,9 @@ static void cpu_weights_memory(const qmm_weights *w, qmm_weights_memory_info *ou
 #if defined(QMM_ARCH_X86_64)
     qmm_cpu_x86_weights_memory(w, out); /* the AMX / int8 copies, once made */
 #endif
+#if defined(QMM_ARCH_AARCH64)
+    qmm_cpu_arm_weights_memory(w, out); /* the SMMLA copy, once made */
+#endif
 }
 
 static void cpu_weights_release(qmm_weights *w) {

@@ -18,8 +18,34 @@ qmm_status qmm_cpu_arm_weights_init(const qmm_context *ctx, qmm_weights *w) {
 void qmm_cpu_arm_weights_release(qmm_weights *w) {
     qmm_cpu_weights *cw = w->backend;
     if (cw == NULL || cw->arm == NULL) return;
-    free(cw->arm);
+    qmm_arm_weights *aw = cw->arm;
+    free(aw->i8mm);
+    free(aw);
     cw->arm = NULL;
+}
+
+void qmm_cpu_arm_weights_memory(const qmm_weights *w, qmm_weights_memory_info *out) {
+    const qmm_cpu_weights *cw = w->backend;
+    const qmm_arm_weights *aw = cw != NULL ? cw->arm : NULL;
+    if (aw != NULL && aw->i8mm != NULL) out->int8_bytes += aw->i8mm_bytes;
+}
+
+/* The repacked copy for SMMLA, made on first use. */
+static qmm_status ensure_i8mm_pack(const qmm_cpu_state *st, const qmm_weights *w, qmm_arm_weights *aw) {
+    if (aw->i8mm != NULL) return QMM_OK;
+    const qmm_cpu_weights *cw = w->backend;
+    size_t bytes = 0;
+    if (!qmm_mul_size((size_t)(w->m + 1) / 2, (size_t)(w->k / 32) * QMM_ARM_I8MM_REC, &bytes) ||
+        bytes > SIZE_MAX - 63)
+        return qmm_error(QMM_ERR_OUT_OF_MEMORY, "int8_smmla_packed: %lld x %lld overflows size_t",
+                         (long long)w->m, (long long)w->k);
+    unsigned char *p = aligned_alloc(64, (bytes + 63) / 64 * 64);
+    if (p == NULL)
+        return qmm_error(QMM_ERR_OUT_OF_MEMORY, "cannot allocate the SMMLA copy of W (%zu bytes)", bytes);
+    qmm_arm_i8mm_pack(w->type, w->m, w->k, cw->data, cw->stride, p, st->n_threads);
+    aw->i8mm = p;
+    aw->i8mm_bytes = (bytes + 63) / 64 * 64;
+    return QMM_OK;
 }
 
 static qmm_status arm_record(const qmm_weights *w, qmm_arm_weights **out) {
@@ -98,7 +124,8 @@ bool qmm_arm_int8_has_type(qmm_type type) {
 typedef void (*int8_gemv_fn)(qmm_type, int64_t, int64_t, const unsigned char *, size_t, int64_t,
                              const qmm_arm_int8_x *, float *, int64_t, int);
 
-/* gemv: the gemv kernel of the level; smmla: the i8mm kernel (n >= 2) instead. */
+/* gemv: the gemv kernel of the level; smmla: the i8mm kernel (n >= 2) instead, on the
+ * repacked copy above QMM_CPU_ARM_I8MM_PACK_MIN_N. */
 static qmm_status matmul_int8(qmm_context *ctx, const qmm_weights *w, int64_t n, const float *x,
                               int64_t ldx, float *y, int64_t ldy, int8_gemv_fn gemv, bool smmla) {
     qmm_cpu_state *st = ctx->backend;
@@ -114,12 +141,20 @@ static qmm_status matmul_int8(qmm_context *ctx, const qmm_weights *w, int64_t n,
     }
     /* W holding Inf/NaN elements: the exact gemv forms them as the reference does */
     if (aw->nonfinite) return qmm_cpu_matmul_gemv(ctx, w, n, x, ldx, y, ldy);
+    const bool packed = smmla && n > QMM_CPU_ARM_I8MM_PACK_MIN_N;
+    if (packed) {
+        s = ensure_i8mm_pack(st, w, aw);
+        if (s != QMM_OK) return s;
+    }
     const size_t xbytes = (qmm_arm_int8_x_scratch(n, w->k) + 63) / 64 * 64;
     s = qmm_cpu_scratch_grow(&st->shared, xbytes + (smmla ? qmm_arm_gemm_int8_i8mm_scratch(n, w->k) : 0));
     if (s != QMM_OK) return s;
     qmm_arm_int8_x *xs = NULL;
     qmm_arm_int8_x_prepare(x, ldx, n, w->k, st->shared.ptr, st->n_threads, &xs);
-    if (smmla)
+    if (packed)
+        qmm_arm_gemm_int8_i8mm_packed(w->type, w->m, w->k, aw->i8mm, n, xs,
+                                      (unsigned char *)st->shared.ptr + xbytes, y, ldy, st->n_threads);
+    else if (smmla)
         qmm_arm_gemm_int8_i8mm(w->type, w->m, w->k, cw->data, cw->stride, n, xs,
                                (unsigned char *)st->shared.ptr + xbytes, y, ldy, st->n_threads);
     else
@@ -149,7 +184,9 @@ qmm_status qmm_cpu_arm_matmul_int8_i8mm(qmm_context *ctx, const qmm_weights *w, 
 const char *qmm_cpu_arm_int8_i8mm_kernel(const qmm_context *ctx, qmm_type type, int64_t n) {
     (void)ctx;
     (void)type;
-    return n >= I8MM_MIN_N ? "int8_smmla" : "int8_dotprod_gemv";
+    return n > QMM_CPU_ARM_I8MM_PACK_MIN_N ? "int8_smmla_packed"
+           : n >= I8MM_MIN_N                ? "int8_smmla"
+                                            : "int8_dotprod_gemv";
 }
 
 qmm_status qmm_cpu_arm_matmul_gemv_neon(qmm_context *ctx, const qmm_weights *w, int64_t n,

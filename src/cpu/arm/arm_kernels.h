@@ -91,6 +91,32 @@ void qmm_arm_gemm_int8_i8mm(qmm_type type, int64_t m, int64_t k, const unsigned 
                             size_t row_stride, int64_t n, const qmm_arm_int8_x *xs, void *scratch,
                             float *y, int64_t ldy, int n_threads);
 
+/*
+ * The repacked form of W for the SMMLA kernel (made once, qmm_arm_i8mm_pack; requires
+ * QMM_CPU_ISA_I8MM like the kernel): W rows in pairs (2p, 2p + 1; a last odd row paired with
+ * itself), pair p's k/32 records consecutive, record (p, b) at
+ *     packed + (p * (k / 32) + b) * QMM_ARM_I8MM_REC,
+ * each holding what the on-the-fly kernel forms for elements 32b .. 32b + 31 of the two rows:
+ *   [0, 64)    the SMMLA operands: 4 x 16 bytes, vector v = (row A 8v' .. 8v' + 7, row B the
+ *              same) for the 64-bit lanes of elements 0..15 (v = 0, 1) and 16..31 (v = 2, 3),
+ *              the int8 quants with offsets applied (int8_blocks.h);
+ *   [64, 96)   4 doubles: d of A, d of B, dm of A, dm of B (wscale: the block's float scale
+ *              and float minimum, exact products of the format's fields);
+ *   [96, 104)  8 int8: sa, sb, ma, mb of A, then of B (the integer scales and mins of the
+ *              16-element halves: q2_K, q3_K, q6_K; 0 for the other types).
+ * 52 bytes per row per 32 elements (GGUF: 17-34; docs/ARM64.md has the ratio per type).
+ * qmm_arm_gemm_int8_i8mm_packed gives qmm_arm_gemm_int8_i8mm's bits for every n.
+ */
+#define QMM_ARM_I8MM_REC 104
+size_t qmm_arm_i8mm_pack_bytes(int64_t m, int64_t k);
+/* Fill dst (qmm_arm_i8mm_pack_bytes(m, k) bytes) from W's GGUF rows, on up to n_threads
+ * OpenMP threads. Nothing for a type without an int8 kernel. */
+void qmm_arm_i8mm_pack(qmm_type type, int64_t m, int64_t k, const unsigned char *w,
+                       size_t row_stride, void *dst, int n_threads);
+void qmm_arm_gemm_int8_i8mm_packed(qmm_type type, int64_t m, int64_t k, const void *packed,
+                                   int64_t n, const qmm_arm_int8_x *xs, void *scratch, float *y,
+                                   int64_t ldy, int n_threads);
+
 /* ---------------------------------------------------------------------------------------
  * f32-class gemv / fused for every weight type with NEON FMA (gemv_float_neon.c). The order
  * of one output depends only on k and is the one of x86's gemv_avx512 (src/cpu/x86/
