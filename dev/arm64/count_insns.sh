@@ -20,7 +20,7 @@ trap 'rm -rf "$tmp"' EXIT
 cc=aarch64-linux-gnu-gcc
 gcc -shared -fPIC -O2 -o "$tmp/libinsn.so" "$here/qemu_insn_plugin.c"
 $cc -O2 -std=c11 -D_GNU_SOURCE -I"$root/include" -I"$root/src" "$here/count_qmm.c" "$build/libqmm.a" \
-  -fopenmp $(PKG_CONFIG_LIBDIR=/usr/lib/aarch64-linux-gnu/pkgconfig pkg-config --libs openblas) -lm \
+  -fopenmp $(PKG_CONFIG_LIBDIR=/usr/lib/aarch64-linux-gnu/pkgconfig pkg-config --libs openblas libcjson) -lm \
   -o "$tmp/count_qmm"
 for march in armv8-a armv8.2-a+dotprod; do
   tag=${march//[.+]/_}

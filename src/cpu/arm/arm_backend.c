@@ -141,7 +141,7 @@ static qmm_status matmul_int8(qmm_context *ctx, const qmm_weights *w, int64_t n,
     }
     /* W holding Inf/NaN elements: the exact gemv forms them as the reference does */
     if (aw->nonfinite) return qmm_cpu_matmul_gemv(ctx, w, n, x, ldx, y, ldy);
-    const bool packed = smmla && n > QMM_CPU_ARM_I8MM_PACK_MIN_N;
+    const bool packed = smmla && n > QMM_CPU_ARM_I8MM_PACK_MIN_N && qmm_cpu_arm_i8mm_packed_type(w->type);
     if (packed) {
         s = ensure_i8mm_pack(st, w, aw);
         if (s != QMM_OK) return s;
@@ -172,6 +172,14 @@ qmm_status qmm_cpu_arm_matmul_int8_dotprod(qmm_context *ctx, const qmm_weights *
     return matmul_int8(ctx, w, n, x, ldx, y, ldy, qmm_arm_gemv_int8_dotprod, false);
 }
 
+/* The types whose SMMLA kernel on the repacked copy executes fewer instructions per 32-weight
+ * block and X row than on the GGUF blocks (dev/arm64/count_insns.sh, docs/ARM64.md: 5-18%
+ * fewer); q2_K's is not (17.3 against 17.0: its integer scales are loaded and widened per
+ * block from the record, where the on-the-fly decode has them per super-block). */
+bool qmm_cpu_arm_i8mm_packed_type(qmm_type type) {
+    return qmm_arm_int8_has_type(type) && type != QMM_TYPE_Q2_K;
+}
+
 /* SMMLA multiplies pairs of X rows: a single row would leave half of it idle. Both kernels
  * give the same bits, so the switch keeps batch invariance. */
 #define I8MM_MIN_N 2
@@ -183,8 +191,7 @@ qmm_status qmm_cpu_arm_matmul_int8_i8mm(qmm_context *ctx, const qmm_weights *w, 
 
 const char *qmm_cpu_arm_int8_i8mm_kernel(const qmm_context *ctx, qmm_type type, int64_t n) {
     (void)ctx;
-    (void)type;
-    return n > QMM_CPU_ARM_I8MM_PACK_MIN_N ? "int8_smmla_packed"
+    return n > QMM_CPU_ARM_I8MM_PACK_MIN_N && qmm_cpu_arm_i8mm_packed_type(type) ? "int8_smmla_packed"
            : n >= I8MM_MIN_N                ? "int8_smmla"
                                             : "int8_dotprod_gemv";
 }

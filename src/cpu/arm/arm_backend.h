@@ -26,8 +26,11 @@ typedef struct qmm_arm_weights {
 /* The SMMLA kernel reads the repacked copy above this many X rows (more than one pass of
  * QMM_ARM_I8MM_XPAIRS pairs: there the on-the-fly decode of a W pair would be repeated per
  * pass), the GGUF blocks at or below it (one pass decodes each block once either way, and
- * reads 1.5-5x fewer bytes). From instruction counts, NOT MEASURED (docs/ARM64.md). */
+ * reads 1.5-5x fewer bytes), and only for the types whose repacked kernel executes fewer
+ * instructions per block than the on-the-fly one (qmm_cpu_arm_i8mm_packed_type). From
+ * instruction counts, NOT MEASURED (docs/ARM64.md). */
 #define QMM_CPU_ARM_I8MM_PACK_MIN_N (2 * QMM_ARM_I8MM_XPAIRS)
+bool qmm_cpu_arm_i8mm_packed_type(qmm_type type);
 
 /* Called by weights_init after the packed GGUF rows are in place: leaves cw->arm NULL. */
 qmm_status qmm_cpu_arm_weights_init(const qmm_context *ctx, qmm_weights *w);
