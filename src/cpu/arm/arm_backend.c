@@ -173,7 +173,7 @@ qmm_status qmm_cpu_arm_matmul_int8_dotprod(qmm_context *ctx, const qmm_weights *
 }
 
 /* The types whose SMMLA kernel on the repacked copy executes fewer instructions per 32-weight
- * block and X row than on the GGUF blocks (dev/arm64/count_insns.sh, docs/ARM64.md: 5-18%
+ * block and X row than on the GGUF blocks (dev/arm64/count_insns.sh, docs/ARM64.md: 5-19%
  * fewer); q2_K's is not (17.3 against 17.0: its integer scales are loaded and widened per
  * block from the record, where the on-the-fly decode has them per super-block). */
 bool qmm_cpu_arm_i8mm_packed_type(qmm_type type) {
