@@ -7,9 +7,10 @@
 #   bash dev/arm64/count_insns.sh BUILD_ARM64_DIR GGML_SOURCE_DIR [SECTIONS]
 # BUILD_ARM64_DIR: a cross build (scripts/test-arm64.sh); GGML_SOURCE_DIR: a ggml checkout
 # (its src/ggml-cpu/arch/arm/quants.c is compiled here at -march=armv8-a and +dotprod).
-# SECTIONS (default "decode gemm packed"): which tables to count: decode (n = 1, qmm and
-# ggml), gemm (n = 8, dotprod gemv and SMMLA), packed (SMMLA on the GGUF blocks and on the
-# repacked copy at n = 8 and 16, and the packing once).
+# SECTIONS (default "decode gemm packed ggml_i8mm"): which tables to count: decode (n = 1,
+# qmm and ggml), gemm (n = 8, dotprod gemv and SMMLA), packed (SMMLA on the GGUF blocks and on
+# the repacked copy at n = 8 and 16, and the packing once), ggml_i8mm (ggml's SMMLA path,
+# nrc = 2, for the types that have one).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -22,7 +23,7 @@ gcc -shared -fPIC -O2 -o "$tmp/libinsn.so" "$here/qemu_insn_plugin.c"
 $cc -O2 -std=c11 -D_GNU_SOURCE -I"$root/include" -I"$root/src" "$here/count_qmm.c" "$build/libqmm.a" \
   -fopenmp $(PKG_CONFIG_LIBDIR=/usr/lib/aarch64-linux-gnu/pkgconfig pkg-config --libs openblas libcjson) -lm \
   -o "$tmp/count_qmm"
-for march in armv8-a armv8.2-a+dotprod; do
+for march in armv8-a armv8.2-a+dotprod armv8.2-a+dotprod+i8mm; do
   tag=${march//[.+]/_}
   $cc -O3 -march=$march -std=gnu11 -DNDEBUG -I"$ggml/include" -I"$ggml/src" -I"$ggml/src/ggml-cpu" \
     -c "$ggml/src/ggml-cpu/arch/arm/quants.c" -o "$tmp/quants_$tag.o"
@@ -40,7 +41,7 @@ per_block() { # command prefix [, then arguments after m k]; prints instructions
   awk -v a="$a" -v b="$b" -v d=$(( (m2 - m1) * k / 32 )) 'BEGIN { printf "%.1f", (b - a) / d }'
 }
 extra=""
-sections=${3:-decode gemm packed}
+sections=${3:-decode gemm packed ggml_i8mm}
 types="q4_0 q4_1 q5_0 q5_1 q8_0 q2_K q3_K q4_K q5_K q6_K iq4_nl iq4_xs mxfp4 nvfp4"
 if [[ " $sections " == *" decode "* ]]; then
 echo "n = 1 (decode): instructions per 32-weight block"
@@ -75,5 +76,13 @@ for t in $types; do
   done
   # shellcheck disable=SC2086
   printf "%-8s %10s %10s %10s %10s %8s\n" $row "$pack"
+done
+fi
+if [[ " $sections " == *" ggml_i8mm "* ]]; then
+echo "ggml's SMMLA path (nrc = 2: 2 W rows x 2 activation rows per call): per 32-weight block and X row"
+printf "%-8s %12s\n" type ggml_i8mm
+for t in q4_0 q4_1 q8_0 q4_K q6_K; do
+  extra=2; a=$(per_block "$tmp/count_ggml_armv8_2-a_dotprod_i8mm" "$t"); extra=""
+  printf "%-8s %12s\n" "$t" "$(awk -v v="$a" 'BEGIN { printf "%.1f", v / 2 }')"
 done
 fi
