@@ -476,11 +476,9 @@ static void test_avx_vnni_env(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_isa_env),
-#if defined(QMM_ARCH_X86_64)
-        cmocka_unit_test(test_avx_vnni_env),
-#endif
         cmocka_unit_test(test_generic),
 #if defined(QMM_ARCH_X86_64)
+        cmocka_unit_test(test_avx_vnni_env),
         cmocka_unit_test(test_avx2),
         cmocka_unit_test(test_avx512),
         cmocka_unit_test(test_amx),

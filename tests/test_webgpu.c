@@ -12,7 +12,8 @@
  *     reference;
  *   - a caller's device and queue, and a caller's buffer imported as X;
  *   - the timer: timestamp queries, errors out of order;
- *   - threads with their own contexts at once give the bits of a solo run.
+ *   - threads with their own contexts at once give the bits of a solo run;
+ *   - the power-of-two scaling of tiny X and W rows is exact (test_row_scaling).
  * Skips (77) only when no Vulkan adapter exists (lavapipe: apt-get install mesa-vulkan-drivers).
  */
 #include <math.h>
@@ -105,6 +106,120 @@ static void check_ref(qmm_type type, int64_t m, int64_t k, int64_t n, const void
                  (long long)n, d.nmse, d.max_rel_err, (long long)d.n_nonfinite,
                  (long long)d.worst_row, (long long)d.worst_col);
     free(ref);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Power-of-two row scaling (wgsl/common.wgsl): X rows, or f32/bf16/mxfp4 W rows, whose
+ * largest |value| is below 2^-40 are computed scaled and the outputs scaled back, so a
+ * device that flushes subnormals still gets them right. Exact: Y of (X 2^-s) must be
+ * ldexpf(Y of X, -s) bit for bit (correctly rounded, subnormal outputs included), where X
+ * holds values of few bits (exact after the shift) and its largest |x| is 1.875. On a device
+ * that keeps subnormals (lavapipe) an unscaled computation fails this at s = 140 (products
+ * in the subnormal range round in absolute terms).
+ * ------------------------------------------------------------------------------------- */
+
+/* Few-bit values i / 8, |i| <= 15, the first element of each row 1.875. */
+static void fill_eighths(tu_rng *r, float *v, int64_t rows, int64_t k) {
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t e = 0; e < k; e++)
+            v[i * k + e] = e == 0 ? 1.875f : (float)((int)(tu_rng_u64(r) % 31) - 15) / 8.0f;
+}
+
+static void expect_scaled(const float *y, const float *y_big, int64_t count, int s, const char *what) {
+    for (int64_t i = 0; i < count; i++) {
+        const float want = ldexpf(y_big[i], -s);
+        if (memcmp(&y[i], &want, sizeof want) != 0)
+            fail_msg("%s: output %lld is %a, want %a (= %a * 2^-%d)", what, (long long)i, (double)y[i],
+                     (double)want, (double)y_big[i], s);
+    }
+}
+
+static void test_row_scaling(void **state) {
+    (void)state;
+    const int64_t m = 9, k = 256, n = 5;
+    const qmm_strategy strategies[] = {QMM_STRATEGY_GEMV, QMM_STRATEGY_FUSED};
+    tu_rng r = tu_rng_make(0x5CA1E);
+    float *xb = malloc(sizeof(float) * (size_t)(n * k)), *xt = malloc(sizeof(float) * (size_t)(n * k));
+    float *wf = malloc(sizeof(float) * (size_t)(m * k));
+    assert_true(xb && xt && wf);
+    fill_eighths(&r, xb, n, k);
+    /* X rows scaled down (s = 140: many x subnormal, outputs subnormal) */
+    const qmm_type xtypes[] = {QMM_TYPE_Q4_0, QMM_TYPE_Q6_K, QMM_TYPE_F16, QMM_TYPE_F32};
+    for (size_t ti = 0; ti < sizeof xtypes / sizeof xtypes[0]; ti++) {
+        size_t rb;
+        void *q = make_rows(xtypes[ti], m, k, &r, &rb);
+        for (size_t si = 0; si < 2; si++) {
+            CHECK_OK(qmm_context_set_strategy(g_ctx, strategies[si]));
+            qmm_weights *w;
+            CHECK_OK(qmm_weights_create(g_ctx, xtypes[ti], m, k, q, rb, &w));
+            float *yb = run(g_ctx, w, m, k, n, xb);
+            const int shifts[] = {50, 100, 140};
+            for (size_t j = 0; j < 3; j++) {
+                for (int64_t i = 0; i < n * k; i++) {
+                    xt[i] = ldexpf(xb[i], -shifts[j]);
+                    assert_true(ldexpf(xt[i], shifts[j]) == xb[i]); /* the test's X is exact */
+                }
+                float *yt = run(g_ctx, w, m, k, n, xt);
+                char what[96];
+                snprintf(what, sizeof what, "%s %s, X times 2^-%d", qmm_type_name(xtypes[ti]),
+                         qmm_strategy_name(strategies[si]), shifts[j]);
+                expect_scaled(yt, yb, n * m, shifts[j], what);
+                free(yt);
+            }
+            free(yb);
+            qmm_weights_free(w);
+        }
+        free(q);
+    }
+    /* W rows scaled down: f32 and bf16 elements, mxfp4 E8M0 scales */
+    const qmm_type wtypes[] = {QMM_TYPE_F32, QMM_TYPE_BF16, QMM_TYPE_MXFP4};
+    for (size_t ti = 0; ti < sizeof wtypes / sizeof wtypes[0]; ti++) {
+        const qmm_type t = wtypes[ti];
+        size_t rb;
+        CHECK_OK(qmm_row_bytes(t, k, &rb));
+        uint8_t *big = malloc(rb * (size_t)m), *tiny = malloc(rb * (size_t)m);
+        assert_true(big && tiny);
+        const int shifts[] = {60, 124};
+        for (size_t j = 0; j < 2; j++) {
+            const int sw = shifts[j];
+            fill_eighths(&r, wf, m, k);
+            if (t == QMM_TYPE_F32) {
+                memcpy(big, wf, rb * (size_t)m);
+                float *v = (float *)(void *)tiny;
+                for (int64_t i = 0; i < m * k; i++) v[i] = ldexpf(wf[i], -sw);
+            } else if (t == QMM_TYPE_BF16) {
+                CHECK_OK(qmm_quantize_rows(t, wf, big, m, k));
+                for (int64_t i = 0; i < m * k; i++) wf[i] = ldexpf(wf[i], -sw);
+                CHECK_OK(qmm_quantize_rows(t, wf, tiny, m, k));
+            } else { /* mxfp4: random codes, every E8M0 byte 125 (values up to 1.5), then 125 - sw */
+                CHECK_OK(qmm_random_rows(t, tu_rng_u64(&r), 1.0, big, m, k));
+                for (int64_t i = 0; i < m * (k / 32); i++) big[(size_t)i * 17] = 125;
+                memcpy(tiny, big, rb * (size_t)m);
+                for (int64_t i = 0; i < m * (k / 32); i++) tiny[(size_t)i * 17] = (uint8_t)(125 - sw);
+            }
+            for (size_t si = 0; si < 2; si++) {
+                CHECK_OK(qmm_context_set_strategy(g_ctx, strategies[si]));
+                qmm_weights *wb, *wt;
+                CHECK_OK(qmm_weights_create(g_ctx, t, m, k, big, rb, &wb));
+                CHECK_OK(qmm_weights_create(g_ctx, t, m, k, tiny, rb, &wt));
+                float *yb = run(g_ctx, wb, m, k, n, xb), *yt = run(g_ctx, wt, m, k, n, xb);
+                char what[96];
+                snprintf(what, sizeof what, "%s %s, W times 2^-%d", qmm_type_name(t),
+                         qmm_strategy_name(strategies[si]), sw);
+                expect_scaled(yt, yb, n * m, sw, what);
+                free(yb);
+                free(yt);
+                qmm_weights_free(wb);
+                qmm_weights_free(wt);
+            }
+        }
+        free(big);
+        free(tiny);
+    }
+    CHECK_OK(qmm_context_set_strategy(g_ctx, QMM_STRATEGY_AUTO));
+    free(xb);
+    free(xt);
+    free(wf);
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -661,6 +776,7 @@ int main(void) {
         cmocka_unit_test(test_fused_geometry),
         cmocka_unit_test(test_unaligned_transfers),
         cmocka_unit_test(test_splits),
+        cmocka_unit_test(test_row_scaling),
         cmocka_unit_test(test_caller_device),
         cmocka_unit_test(test_timer),
         cmocka_unit_test(test_threads),

@@ -186,8 +186,10 @@ def checks():
                            "q4_0"] + QUICK, 1, "does not compile")
         check("WGSL error names line %d of the candidate" % (at + 1),
               re.search(r"wgsl:%d:\d+" % (at + 1), err) is not None, err[-2000:])
+        use = "y_store(y, t, r0, acc.x);"
+        check("plant binding applies", fused.count(use) == 1, "%r found %d times" % (use, fused.count(use)))
         extra = write(tmp, "binding.wgsl", fused.replace("fn store_row(", "@group(0) @binding(7) var<storage, "
-                      "read_write> Z: array<f32>;\nfn store_row(", 1).replace("Y[y] = acc.x;", "Y[y] = acc.x; Z[0] = 1.0;", 1))
+                      "read_write> Z: array<f32>;\nfn store_row(", 1).replace(use, use + " Z[0] = 1.0;", 1))
         expect("a binding the layout lacks: exit 1", ["--candidate", extra, "--types", "q4_0"] + QUICK, 1,
                "does not compile")
 

@@ -4,7 +4,7 @@
  * docs/TUNING.md) before these.
  *
  * The amx rows were measured on a 2-core Sapphire Rapids VM (2 threads, quiet machine, every
- * row verified; the numbers are in docs/PERF.md, "CPU"), with
+ * row verified; the numbers: bench/results/cpu-spr-amx-session1.md .. -session3.md), with
  *   qmm bench --shape 4608x1024 --n 1,2,3,4,6,8 --strategy gemv,fused --iters 9 --csv
  *   qmm bench --shape 4608x1024,1024x4608 --n 1,2,4,8,16 --strategy gemv,int8,fused --iters 9
  *             --types q4_0,q4_1,q5_0,q5_1,q8_0,q2_K,q3_K,q4_K,q5_K,q6_K --csv
@@ -102,7 +102,7 @@ static const qmm_cpu_auto_row auto_rows[] = {
  * process, and
  *   qmm bench --shape 4608x1024,1024x4608 --types iq4_nl,iq4_xs,mxfp4,nvfp4
  *             --strategy gemv,int8,fused --n 1,2,4,8,16,32,64,512 --iters 7 --csv
- * the numbers: docs/PERF.md, "CPU — the codebook types". */
+ * the numbers: bench/results/cpu-spr-codebook.md. */
 
 /* The row for a (level, type) that has none: gemv through the decode regime, then fused.
  * At the amx level a type without a measured row has no fast gemv (only gemv_portable), so

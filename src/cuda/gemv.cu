@@ -72,8 +72,8 @@ template <int T> struct gemv_unit_elems {
  * float types and for 32-element units (q4_K/q5_K) at NT >= 4 (no spills); at NT = 1 the
  * descriptor's gemv_unroll1: 4 for q4_0 and q8_0, 2 for the others, measured on the H200
  * with `qmm bench --backend cuda --shape 4096x14336,14336x4096 --n 1 --strategy gemv`
- * (unroll 2 / 4 / 8; the numbers: docs/CUDA.md, "GPU runs, third session"). The unroll
- * changes no operation's order. */
+ * (unroll 2 / 4 / 8; the numbers: bench/results/h200-cuda-session3.md, call 4).
+ * The unroll changes no operation's order. */
 template <int T, int NT> struct gemv_unroll {
     static constexpr int v = qmm_cuda_type<T>::qk == 1                          ? 1
                              : (gemv_unit_elems<T>::v == 32 && NT >= 4)         ? 1

@@ -390,6 +390,10 @@ static void release(qmm_wgpu_context *c) {
         W.wgpuBufferDestroy(c->grids);
         W.wgpuBufferRelease(c->grids);
     }
+    if (c->xshift) {
+        W.wgpuBufferDestroy(c->xshift);
+        W.wgpuBufferRelease(c->xshift);
+    }
     if (c->layout) W.wgpuPipelineLayoutRelease(c->layout);
     if (c->bgl) W.wgpuBindGroupLayoutRelease(c->bgl);
     if (c->queue) W.wgpuQueueRelease(c->queue);
@@ -428,6 +432,7 @@ qmm_status qmm_wgpu_context_init(qmm_context *ctx) {
                                     WGPUBufferUsage_Uniform | WGPUBufferUsage_CopyDst,
                                     "creating the parameter buffer", &c->params);
     if (st == QMM_OK) st = qmm_wgpu_grids_init(c);
+    if (st == QMM_OK) st = qmm_wgpu_xshift_reserve(c, QMM_WGPU_XSHIFT_MIN_TOKENS);
     if (st != QMM_OK) {
         release(c);
         return st;

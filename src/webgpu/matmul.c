@@ -6,6 +6,8 @@
  *   - rows cut so that no dispatch has more workgroups than maxComputeWorkgroupsPerDimension,
  *   - tokens cut likewise, and so that each X and Y binding window fits the binding limit
  *     (when a whole X or Y buffer is larger than one binding).
+ * Before the kernel's dispatches of a token window, one xscale.wgsl dispatch writes the
+ * shifts of its X rows (binding 5; common.wgsl says what they are for).
  * Up to QMM_WGPU_PARAM_SLOTS dispatches go into one compute pass of one command buffer,
  * their parameters into slots of the context's uniform buffer (dynamic offsets), written
  * with wgpuQueueWriteBuffer just before the submit (queue order makes reuse safe); bind
@@ -85,8 +87,9 @@ void qmm_wgpu_binds_release(qmm_wgpu_context *c) {
     memset(c->binds, 0, sizeof c->binds);
 }
 
-static qmm_status bind_group(qmm_wgpu_context *c, const qmm_wgpu_chunk *ch, WGPUBuffer x, uint64_t xo,
-                             uint64_t xs, WGPUBuffer y, uint64_t yo, uint64_t ys, WGPUBindGroup *out) {
+static qmm_status bind_group(qmm_wgpu_context *c, const qmm_wgpu_weights *ww, const qmm_wgpu_chunk *ch,
+                             WGPUBuffer x, uint64_t xo, uint64_t xs, WGPUBuffer y, uint64_t yo,
+                             uint64_t ys, WGPUBindGroup *out) {
     int victim = 0;
     for (int i = 0; i < QMM_WGPU_BIND_CACHE; i++) {
         qmm_wgpu_bind *e = &c->binds[i];
@@ -98,7 +101,7 @@ static qmm_status bind_group(qmm_wgpu_context *c, const qmm_wgpu_chunk *ch, WGPU
         }
         if (c->binds[victim].group && (!e->group || e->used < c->binds[victim].used)) victim = i;
     }
-    WGPUBindGroupEntry be[5];
+    WGPUBindGroupEntry be[QMM_WGPU_BINDINGS];
     memset(be, 0, sizeof be);
     be[0].binding = 0;
     be[0].buffer = ch->buf;
@@ -117,10 +120,16 @@ static qmm_status bind_group(qmm_wgpu_context *c, const qmm_wgpu_chunk *ch, WGPU
     be[4].binding = 4;
     be[4].buffer = c->grids;
     be[4].size = W.wgpuBufferGetSize(c->grids);
+    be[5].binding = 5;
+    be[5].buffer = c->xshift;
+    be[5].size = c->xshift_tokens * 4;
+    be[6].binding = 6;
+    be[6].buffer = ww->rshift;
+    be[6].size = ww->rshift_bytes;
     WGPUBindGroupDescriptor d;
     memset(&d, 0, sizeof d);
     d.layout = c->bgl;
-    d.entryCount = 5;
+    d.entryCount = QMM_WGPU_BINDINGS;
     d.entries = be;
     qmm_wgpu_scope_push(c);
     WGPUBindGroup g = W.wgpuDeviceCreateBindGroup(c->device, &d);
@@ -164,7 +173,7 @@ static void window(const qmm_wgpu_context *c, const qmm_wgpu_buffer *b, uint64_t
     *size = end - *off;
 }
 
-static qmm_status flush(qmm_wgpu_context *c, WGPUComputePipeline pipeline, qmm_wgpu_pending *q) {
+static qmm_status flush(qmm_wgpu_context *c, qmm_wgpu_pending *q) {
     if (q->count == 0) return QMM_OK;
     memset(q->slots, 0, (size_t)q->count * QMM_WGPU_PARAM_STRIDE);
     for (int i = 0; i < q->count; i++)
@@ -178,9 +187,9 @@ static qmm_status flush(qmm_wgpu_context *c, WGPUComputePipeline pipeline, qmm_w
     WGPUPassTimestampWrites tw;
     pd.timestampWrites = qmm_wgpu_timer_pass(c, &tw);
     WGPUComputePassEncoder pass = W.wgpuCommandEncoderBeginComputePass(enc, &pd);
-    W.wgpuComputePassEncoderSetPipeline(pass, pipeline);
     for (int i = 0; i < q->count; i++) {
         const uint32_t dyn = (uint32_t)(i * QMM_WGPU_PARAM_STRIDE);
+        if (i == 0 || q->pl[i] != q->pl[i - 1]) W.wgpuComputePassEncoderSetPipeline(pass, q->pl[i]);
         W.wgpuComputePassEncoderSetBindGroup(pass, 0, q->g[i], 1, &dyn);
         W.wgpuComputePassEncoderDispatchWorkgroups(pass, q->gx[i], q->gy[i], 1);
     }
@@ -193,6 +202,23 @@ static qmm_status flush(qmm_wgpu_context *c, WGPUComputePipeline pipeline, qmm_w
     }
     q->count = 0;
     return qmm_wgpu_submit(c, enc, "qmm_matmul");
+}
+
+qmm_status qmm_wgpu_xshift_reserve(qmm_wgpu_context *c, uint64_t tokens) {
+    if (c->xshift != NULL && tokens <= c->xshift_tokens) return QMM_OK;
+    if (tokens < QMM_WGPU_XSHIFT_MIN_TOKENS) tokens = QMM_WGPU_XSHIFT_MIN_TOKENS;
+    WGPUBuffer b;
+    qmm_status st = qmm_wgpu_buffer_create(c, tokens * 4, WGPUBufferUsage_Storage,
+                                           "qmm_matmul: the X row shift buffer", &b);
+    if (st != QMM_OK) return st;
+    if (c->xshift != NULL) {
+        qmm_wgpu_binds_release(c); /* every cached bind group names the old buffer */
+        W.wgpuBufferDestroy(c->xshift);
+        W.wgpuBufferRelease(c->xshift);
+    }
+    c->xshift = b;
+    c->xshift_tokens = tokens;
+    return QMM_OK;
 }
 
 qmm_status qmm_wgpu_run(qmm_context *ctx, const qmm_weights *w, qmm_wgpu_kernel kernel,
@@ -247,40 +273,67 @@ qmm_status qmm_wgpu_run(qmm_context *ctx, const qmm_weights *w, qmm_wgpu_kernel 
     }
     const int64_t rmax = (int64_t)maxwg * rows_per_wg;
 
+    if ((uint64_t)(n < tmax ? n : tmax) > c->xshift_tokens) {
+        st = qmm_wgpu_xshift_reserve(c, (uint64_t)(n < tmax ? n : tmax));
+        if (st != QMM_OK) return st;
+    }
+    WGPUComputePipeline xscale;
+    st = qmm_wgpu_xscale_pipeline(c, &xscale);
+    if (st != QMM_OK) return st;
+
     qmm_wgpu_pending *q = &c->pend;
     q->count = 0;
-    for (int ci = 0; ci < ww->nchunks && st == QMM_OK; ci++) {
-        const qmm_wgpu_chunk *ch = &ww->chunks[ci];
-        for (int64_t r0 = 0; r0 < ch->rows && st == QMM_OK; r0 += rmax) {
-            const int64_t rows = ch->rows - r0 < rmax ? ch->rows - r0 : rmax;
-            for (int64_t t0 = 0; t0 < n && st == QMM_OK; t0 += tmax) {
-                const int64_t nt = n - t0 < tmax ? n - t0 : tmax;
-                const uint64_t xlo = xoff + (uint64_t)t0 * (uint64_t)ldx * 4;
-                const uint64_t xhi = xoff + ((uint64_t)(t0 + nt - 1) * (uint64_t)ldx + (uint64_t)k) * 4;
+    /* token windows outermost: the X row shifts of a window serve every chunk and row piece */
+    for (int64_t t0 = 0; t0 < n && st == QMM_OK; t0 += tmax) {
+        const int64_t nt = n - t0 < tmax ? n - t0 : tmax;
+        const uint64_t xlo = xoff + (uint64_t)t0 * (uint64_t)ldx * 4;
+        const uint64_t xhi = xoff + ((uint64_t)(t0 + nt - 1) * (uint64_t)ldx + (uint64_t)k) * 4;
+        uint64_t xo, xs;
+        window(c, xb, xlo, xhi, &xo, &xs);
+        if ((xlo - xo) / 4 > UINT32_MAX) {
+            st = qmm_error(QMM_ERR_UNSUPPORTED, "qmm_matmul: an element offset exceeds the kernels' "
+                           "32-bit indices");
+            break;
+        }
+        for (int ci = 0; ci < ww->nchunks && st == QMM_OK; ci++) {
+            const qmm_wgpu_chunk *ch = &ww->chunks[ci];
+            for (int64_t r0 = 0; r0 < ch->rows && st == QMM_OK; r0 += rmax) {
+                const int64_t rows = ch->rows - r0 < rmax ? ch->rows - r0 : rmax;
                 const uint64_t ylo = yoff + ((uint64_t)t0 * (uint64_t)ldy + (uint64_t)(ch->row0 + r0)) * 4;
                 const uint64_t yhi = yoff + ((uint64_t)(t0 + nt - 1) * (uint64_t)ldy + (uint64_t)m) * 4;
-                uint64_t xo, xs, yo, ys;
-                window(c, xb, xlo, xhi, &xo, &xs);
+                uint64_t yo, ys;
                 window(c, yb, ylo, yhi, &yo, &ys);
-                if ((xlo - xo) / 4 > UINT32_MAX || (ylo - yo) / 4 > UINT32_MAX) {
+                if ((ylo - yo) / 4 > UINT32_MAX) {
                     st = qmm_error(QMM_ERR_UNSUPPORTED, "qmm_matmul: an element offset exceeds the "
                                    "kernels' 32-bit indices");
                     break;
                 }
                 WGPUBindGroup g;
-                st = bind_group(c, ch, xb->buf, xo, xs, yb->buf, yo, ys, &g);
+                st = bind_group(c, ww, ch, xb->buf, xo, xs, yb->buf, yo, ys, &g);
                 if (st != QMM_OK) break;
-                qmm_wgpu_params *p = &q->p[q->count];
-                memset(p, 0, sizeof *p);
-                p->rows = (uint32_t)rows;
-                p->k = (uint32_t)k;
-                p->n = (uint32_t)nt;
-                p->row_words = ww->row_words;
-                p->ldx = (uint32_t)ldx;
-                p->ldy = (uint32_t)ldy;
-                p->x_off = (uint32_t)((xlo - xo) / 4);
-                p->y_off = (uint32_t)((ylo - yo) / 4);
-                p->w_row0 = (uint32_t)r0;
+                qmm_wgpu_params pp;
+                memset(&pp, 0, sizeof pp);
+                pp.rows = (uint32_t)rows;
+                pp.k = (uint32_t)k;
+                pp.n = (uint32_t)nt;
+                pp.row_words = ww->row_words;
+                pp.ldx = (uint32_t)ldx;
+                pp.ldy = (uint32_t)ldy;
+                pp.x_off = (uint32_t)((xlo - xo) / 4);
+                pp.y_off = (uint32_t)((ylo - yo) / 4);
+                pp.w_row0 = (uint32_t)r0;
+                pp.r_off = (uint32_t)(ch->row0 + r0);
+                if (ci == 0 && r0 == 0) { /* the window's X row shifts, before its first dispatch */
+                    q->p[q->count] = pp;
+                    q->pl[q->count] = xscale;
+                    q->g[q->count] = g;
+                    q->gx[q->count] = (uint32_t)((uint64_t)nt < maxwg ? (uint64_t)nt : maxwg);
+                    q->gy[q->count] = 1;
+                    if (++q->count == QMM_WGPU_PARAM_SLOTS) st = flush(c, q);
+                    if (st != QMM_OK) break;
+                }
+                q->p[q->count] = pp;
+                q->pl[q->count] = pipeline;
                 q->g[q->count] = g;
                 q->gx[q->count] = (uint32_t)((rows + rows_per_wg - 1) / rows_per_wg);
                 q->gy[q->count] = (uint32_t)((nt + toks_per_wg - 1) / toks_per_wg);
@@ -290,11 +343,11 @@ qmm_status qmm_wgpu_run(qmm_context *ctx, const qmm_weights *w, qmm_wgpu_kernel 
                                    q->gy[q->count], (unsigned long long)maxwg);
                     break;
                 }
-                if (++q->count == QMM_WGPU_PARAM_SLOTS) st = flush(c, pipeline, q);
+                if (++q->count == QMM_WGPU_PARAM_SLOTS) st = flush(c, q);
             }
         }
     }
-    if (st == QMM_OK) st = flush(c, pipeline, q);
+    if (st == QMM_OK) st = flush(c, q);
     q->count = 0;
     return st;
 }

@@ -5,7 +5,8 @@
  * src/webgpu/wgsl at build time), in this order:
  *   1. the kernel file (fused.wgsl, gemv.wgsl, or a candidate's text: first, so that the line
  *      and column of an error in it are its own);
- *   2. the kernel's geometry constants (WG_M, WG_N, TILE_K; GV_ROWS, GV_LANES, GV_TOKENS);
+ *   2. the kernel's geometry constants (WG_M, WG_N, TILE_K; GV_ROWS, GV_LANES, GV_TOKENS;
+ *      none for xscale.wgsl, the X row shifts run before either kernel);
  *   3. common.wgsl (bindings, parameters, byte reads, load_w8), the shared decoder snippets
  *      (types/kscale.wgsl, types/codebook16.wgsl, types/iqgrids.wgsl) and the weight type's
  *      decoder types/<type>.wgsl (qmm_dec8).
@@ -38,7 +39,11 @@ bool qmm_wgpu_has_type(qmm_type type) {
 }
 
 const char *qmm_wgpu_kernel_text(qmm_wgpu_kernel kernel) {
-    return qmm_wgsl_find(kernel == QMM_WGPU_KERNEL_GEMV ? "gemv.wgsl" : "fused.wgsl");
+    switch (kernel) {
+    case QMM_WGPU_KERNEL_GEMV: return qmm_wgsl_find("gemv.wgsl");
+    case QMM_WGPU_KERNEL_XSCALE: return qmm_wgsl_find("xscale.wgsl");
+    default: return qmm_wgsl_find("fused.wgsl");
+    }
 }
 
 static bool one_of(int v, const int *set, int n) {
@@ -90,7 +95,9 @@ char *qmm_wgpu_source(const char *kernel_text, qmm_wgpu_kernel kernel, qmm_type 
         kernel_text == NULL)
         return NULL;
     char consts[256];
-    if (kernel == QMM_WGPU_KERNEL_GEMV)
+    if (kernel == QMM_WGPU_KERNEL_XSCALE)
+        consts[0] = '\0';
+    else if (kernel == QMM_WGPU_KERNEL_GEMV)
         snprintf(consts, sizeof consts, "\nconst GV_ROWS: u32 = %du;\nconst GV_LANES: u32 = %du;\n"
                  "const GV_TOKENS: u32 = %du;\n", QMM_WGPU_GEMV_ROWS, QMM_WGPU_GEMV_LANES,
                  QMM_WGPU_GEMV_TOKENS);
@@ -113,9 +120,9 @@ char *qmm_wgpu_source(const char *kernel_text, qmm_wgpu_kernel kernel, qmm_type 
 }
 
 qmm_status qmm_wgpu_layout_init(qmm_wgpu_context *c) {
-    WGPUBindGroupLayoutEntry e[5];
+    WGPUBindGroupLayoutEntry e[QMM_WGPU_BINDINGS];
     memset(e, 0, sizeof e);
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < QMM_WGPU_BINDINGS; i++) {
         e[i].binding = (uint32_t)i;
         e[i].visibility = WGPUShaderStage_Compute;
     }
@@ -126,9 +133,11 @@ qmm_status qmm_wgpu_layout_init(qmm_wgpu_context *c) {
     e[3].buffer.hasDynamicOffset = 1;
     e[3].buffer.minBindingSize = sizeof(qmm_wgpu_params);
     e[4].buffer.type = WGPUBufferBindingType_ReadOnlyStorage; /* G: the i-quant grids */
+    e[5].buffer.type = WGPUBufferBindingType_Storage;         /* S: the X row shifts */
+    e[6].buffer.type = WGPUBufferBindingType_ReadOnlyStorage; /* R: the W row shifts */
     WGPUBindGroupLayoutDescriptor bd;
     memset(&bd, 0, sizeof bd);
-    bd.entryCount = 5;
+    bd.entryCount = QMM_WGPU_BINDINGS;
     bd.entries = e;
     qmm_wgpu_scope_push(c);
     c->bgl = W.wgpuDeviceCreateBindGroupLayout(c->device, &bd);
@@ -210,7 +219,23 @@ qmm_status qmm_wgpu_pipeline_get(qmm_wgpu_context *c, qmm_wgpu_kernel kernel, qm
     return QMM_OK;
 }
 
+qmm_status qmm_wgpu_xscale_pipeline(qmm_wgpu_context *c, WGPUComputePipeline *out) {
+    if (c->xscale == NULL) {
+        /* any type's decoder completes the module (common.wgsl's load_w8 names qmm_dec8) */
+        char *src = qmm_wgpu_source(qmm_wgpu_kernel_text(QMM_WGPU_KERNEL_XSCALE),
+                                    QMM_WGPU_KERNEL_XSCALE, QMM_TYPE_F32, 0, 0, 0);
+        if (src == NULL) return qmm_error(QMM_ERR_INTERNAL, "WebGPU: no WGSL source for xscale");
+        const qmm_status st = qmm_wgpu_compile(c, src, "compiling the xscale kernel", &c->xscale, NULL);
+        free(src);
+        if (st != QMM_OK) return st;
+    }
+    *out = c->xscale;
+    return QMM_OK;
+}
+
 void qmm_wgpu_pipelines_release(qmm_wgpu_context *c) {
     for (int i = 0; i < c->npipes; i++) W.wgpuComputePipelineRelease(c->pipes[i].pipeline);
     c->npipes = 0;
+    if (c->xscale) W.wgpuComputePipelineRelease(c->xscale);
+    c->xscale = NULL;
 }

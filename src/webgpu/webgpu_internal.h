@@ -33,7 +33,8 @@
 typedef enum qmm_wgpu_kernel {
     QMM_WGPU_KERNEL_FUSED = 0, /* wgsl/fused.wgsl: register-tile GEMM */
     QMM_WGPU_KERNEL_GEMV = 1,  /* wgsl/gemv.wgsl: rows per workgroup, reduction in workgroup memory */
-    QMM_WGPU_KERNEL_COUNT = 2
+    QMM_WGPU_KERNEL_XSCALE = 2, /* wgsl/xscale.wgsl: the X row shifts, before either kernel */
+    QMM_WGPU_KERNEL_COUNT = 3
 } qmm_wgpu_kernel;
 
 /* Thread tile of the fused kernel (hand-unrolled into four named vec4 accumulators). */
@@ -66,6 +67,11 @@ typedef enum qmm_wgpu_kernel {
  * last bytes, and the 8-element reads of a float type whose last row ends inside them. */
 #define QMM_WGPU_W_PAD 32
 
+/* Bindings of the one layout: W, X, Y, P, G, S (X row shifts), R (W row shifts). */
+#define QMM_WGPU_BINDINGS 7
+/* X row shifts: the buffer's initial capacity in tokens (it grows to the largest dispatch). */
+#define QMM_WGPU_XSHIFT_MIN_TOKENS 1024
+
 /* The parameter block of every kernel (wgsl/common.wgsl struct Params), 4-byte fields. */
 typedef struct qmm_wgpu_params {
     uint32_t rows;      /* W rows of this dispatch */
@@ -76,7 +82,8 @@ typedef struct qmm_wgpu_params {
     uint32_t x_off;     /* element of the X binding where token 0 of this dispatch starts */
     uint32_t y_off;     /* element of the Y binding where token 0, column 0 of this dispatch is */
     uint32_t w_row0;    /* first row of this dispatch within the W binding */
-    uint32_t pad[3];
+    uint32_t r_off;     /* index in the weights' row shifts (binding 6) of row 0 of this dispatch */
+    uint32_t pad[2];
 } qmm_wgpu_params;
 
 /* One X/Y buffer of the address table. */
@@ -105,6 +112,7 @@ typedef struct qmm_wgpu_bind {
 /* Dispatches of one submit being gathered (matmul.c). */
 typedef struct qmm_wgpu_pending {
     qmm_wgpu_params p[QMM_WGPU_PARAM_SLOTS];
+    WGPUComputePipeline pl[QMM_WGPU_PARAM_SLOTS];
     WGPUBindGroup g[QMM_WGPU_PARAM_SLOTS];
     uint32_t gx[QMM_WGPU_PARAM_SLOTS], gy[QMM_WGPU_PARAM_SLOTS];
     int count;
@@ -134,6 +142,9 @@ typedef struct qmm_wgpu_context {
     WGPUPipelineLayout layout;
     WGPUBuffer params;     /* QMM_WGPU_PARAM_SLOTS x QMM_WGPU_PARAM_STRIDE, uniform */
     WGPUBuffer grids;      /* the grid i-quants' tables (grids.c), storage binding 4 */
+    WGPUBuffer xshift;     /* the X row shifts of a dispatch (xscale.wgsl), storage binding 5 */
+    uint64_t xshift_tokens; /* its capacity in tokens */
+    WGPUComputePipeline xscale; /* the xscale.wgsl pipeline (made at first use) */
 
     qmm_wgpu_buffer *bufs;
     size_t nbufs, cap_bufs;
@@ -166,6 +177,10 @@ typedef struct qmm_wgpu_chunk {
 
 typedef struct qmm_wgpu_weights {
     uint32_t row_words;      /* row stride in u32 words: ceil(row_bytes / 4) */
+    WGPUBuffer rshift;       /* per row the power-of-two shift it was uploaded with (i32;
+                                storage binding 6; weights.c) */
+    uint64_t rshift_bytes;
+    int64_t scaled_rows;     /* rows whose shift is not 0 */
     int nchunks;
     qmm_wgpu_chunk *chunks;
 } qmm_wgpu_weights;
@@ -230,6 +245,8 @@ char *qmm_wgpu_source(const char *kernel_text, qmm_wgpu_kernel kernel, qmm_type 
  * *log (malloc'ed, may be NULL on success). */
 qmm_status qmm_wgpu_compile(qmm_wgpu_context *c, const char *source, const char *what,
                             WGPUComputePipeline *out, char **log);
+/* The xscale.wgsl pipeline, compiled on first use. */
+qmm_status qmm_wgpu_xscale_pipeline(qmm_wgpu_context *c, WGPUComputePipeline *out);
 /* True if this backend has a WGSL decoder for `type`. */
 bool qmm_wgpu_has_type(qmm_type type);
 /* The production kernel file's text. */
@@ -253,6 +270,8 @@ qmm_status qmm_wgpu_describe(const qmm_context *ctx, const qmm_weights *w, int64
                              qmm_strategy resolved, const char **kernel, qmm_precision *precision);
 qmm_status qmm_wgpu_matmul(qmm_context *ctx, const qmm_weights *w, qmm_strategy s, int64_t n,
                            const float *x, int64_t ldx, float *y, int64_t ldy);
+/* The X row shift buffer holds at least `tokens` (grown, dropping the cached bind groups). */
+qmm_status qmm_wgpu_xshift_reserve(qmm_wgpu_context *c, uint64_t tokens);
 /* Run `pipeline` with the dispatch of `kernel` (geometry wg_m, wg_n for fused). */
 qmm_status qmm_wgpu_run(qmm_context *ctx, const qmm_weights *w, qmm_wgpu_kernel kernel,
                         WGPUComputePipeline pipeline, int wg_m, int wg_n, int64_t n,

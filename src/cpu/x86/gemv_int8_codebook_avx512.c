@@ -373,7 +373,7 @@ void qmm_x86_gemv_int8_codebook(qmm_type type, int64_t m, int64_t k, const unsig
  * without int8 tiles (nvfp4: 16-element sub-blocks) run it for every n. At n = 6 the two tie
  * on cache-resident shapes; this kernel reads 0.53-0.56 bytes per weight against AMX's 1.125
  * and weights used only up to this n never get the int8 tile copy, so 6 (measurements:
- * docs/PERF.md, "CPU — the codebook types"). */
+ * bench/results/cpu-spr-codebook.md). */
 int64_t qmm_x86_gemv_int8_codebook_max_n(qmm_type type) {
     switch (kind_of(type)) {
     case CB_IQ4_NL: case CB_IQ4_XS: case CB_MXFP4: return 6;

@@ -1,7 +1,16 @@
 // common.wgsl — what every kernel shares: the bindings and parameter block (the layout of
 // qmm_wgpu_params in src/webgpu/webgpu_internal.h; the codebook table G of the grid types),
-// byte reads from the u32 words of the raw GGUF rows, and the 8-element unit every type
-// decoder returns.
+// byte reads from the u32 words of the raw GGUF rows, the 8-element unit every type
+// decoder returns, and the power-of-two scaling that keeps subnormal values exact on devices
+// that flush f32 subnormals (WGSL allows it; NVIDIA's Vulkan driver does).
+//
+// X and Y are read and written as u32 bits (a load or store of bits flushes nothing).
+// Scaling: S[t] (xscale.wgsl, run before each kernel over the same tokens) and R[r] (the
+// weights' row shifts, weights.c) are 0 unless token t's largest |x|, or row r's largest
+// |w|, is below 2^-40; then that X row is read multiplied by 2^S[t] and W row r was uploaded
+// multiplied by 2^R[r] (both exact: no element leaves the normal range), and the output is
+// stored multiplied by 2^-(S[t] + R[r]), rounded once to nearest even (subnormal outputs
+// included). With both 0 every load and store is the plain value.
 //
 // W rows start on 4-byte boundaries (row_words words apart); blocks inside a row sit at any
 // byte offset (an 18-byte q4_0 block at 18 b), so fields are read by byte address and
@@ -18,17 +27,74 @@ struct Params {
     x_off: u32,     // element of X where token 0 of this dispatch starts
     y_off: u32,     // element of Y of token 0, row 0 of this dispatch
     w_row0: u32,    // first W row of this dispatch in the W binding
-    pad0: u32,
+    r_off: u32,     // index in R of row 0 of this dispatch
     pad1: u32,
     pad2: u32,
 }
 
 @group(0) @binding(0) var<storage, read> W: array<u32>;
-@group(0) @binding(1) var<storage, read> X: array<f32>;
-@group(0) @binding(2) var<storage, read_write> Y: array<f32>;
+@group(0) @binding(1) var<storage, read> X: array<u32>;
+@group(0) @binding(2) var<storage, read_write> Y: array<u32>;
 @group(0) @binding(3) var<uniform> P: Params;
 // The grid i-quants' codebooks (types/iqgrids.wgsl says where each table is).
 @group(0) @binding(4) var<storage, read> G: array<u32>;
+// Per token of this dispatch, the shift of its X row (written by xscale.wgsl).
+@group(0) @binding(5) var<storage, read_write> S: array<i32>;
+// Per row of the weights, the shift its row was uploaded with.
+@group(0) @binding(6) var<storage, read> R: array<i32>;
+
+// x (bits b) times 2^s, s > 0, exact: s > 0 only for rows whose largest |x| is below
+// 2^-40, so s >= 41 and every element, subnormal ones included, lands in the normal range.
+// A subnormal a 2^-149 is (1 + a 2^-23) - 1 (exact) times 2^(s - 126); a normal x is
+// multiplied by 2^s (s <= 126 when the row has a normal element). No operand is subnormal.
+fn x_scaled(b: u32, s: i32) -> f32 {
+    let a = b & 0x7FFFFFFFu;
+    if (a < 0x00800000u) {
+        let v = (bitcast<f32>(a | 0x3F800000u) - 1.0) * bitcast<f32>(u32(s + 1) << 23u);
+        return bitcast<f32>(bitcast<u32>(v) | (b & 0x80000000u));
+    }
+    return bitcast<f32>(b) * bitcast<f32>(u32(min(s, 126) + 127) << 23u);
+}
+
+// X element i of a row whose shift is s, as f32.
+fn x_at(i: u32, s: i32) -> f32 {
+    if (s == 0) {
+        return bitcast<f32>(X[i]);
+    }
+    return x_scaled(X[i], s);
+}
+
+// The bits of v * 2^-e (e >= 0), rounded to nearest even once, subnormal results included
+// (v is an f32 result of the kernel's arithmetic: zero, normal, Inf or NaN).
+fn y_bits(v: f32, e: i32) -> u32 {
+    let b = bitcast<u32>(v);
+    let a = b & 0x7FFFFFFFu;
+    if (e == 0 || a == 0u || a >= 0x7F800000u) {
+        return b;
+    }
+    let sign = b & 0x80000000u;
+    let ex = i32(a >> 23u) - e;
+    if (ex >= 1) {
+        return sign | (u32(ex) << 23u) | (a & 0x007FFFFFu);
+    }
+    let sh = u32(1 - ex); // >= 1: the result is subnormal or rounds to zero or to 2^-126
+    if (sh > 25u) {
+        return sign;
+    }
+    let man = (a & 0x007FFFFFu) | 0x00800000u;
+    var q = man >> sh;
+    let rem = man & ((1u << sh) - 1u);
+    let half = 1u << (sh - 1u);
+    if (rem > half || (rem == half && (q & 1u) == 1u)) {
+        q = q + 1u;
+    }
+    return sign | q;
+}
+
+// Output (token t, row r) of this dispatch: Y's bits for the f32 sum acc.
+fn y_store(idx: u32, t: u32, r: u32, acc: f32) {
+    Y[idx] = y_bits(acc, S[t] + R[P.r_off + r]);
+}
 
 // Elements e .. e+7 of a W row: lo = e .. e+3, hi = e+4 .. e+7.
 struct W8 {
@@ -56,9 +122,29 @@ fn w_u32(b: u32) -> u32 {
     return (lo >> s) | (W[(b >> 2u) + 1u] << (32u - s));
 }
 
+// binary16 bits h (low 16 bits) as f32, exact (every f16 is a normal f32, Inf or NaN): by
+// integer operations, since a device that flushes subnormals may flush the f16 subnormals
+// in unpack2x16float too.
+fn f16_exact(h: u32) -> f32 {
+    let a = h & 0x7FFFu;
+    let sign = (h & 0x8000u) << 16u;
+    if (a < 0x0400u) { // zero or subnormal: a * 2^-24 (a normal f32 product)
+        return bitcast<f32>(sign | bitcast<u32>(f32(a) * 5.9604644775390625e-8));
+    }
+    if (a >= 0x7C00u) { // Inf, NaN (payload kept)
+        return bitcast<f32>(sign | 0x7F800000u | ((a & 0x03FFu) << 13u));
+    }
+    return bitcast<f32>(sign | ((a + 0x1C000u) << 13u));
+}
+
+// Four binary16 values (the low halves of h) as f32, exact.
+fn f16_exact4(h: vec4<u32>) -> vec4<f32> {
+    return vec4<f32>(f16_exact(h.x), f16_exact(h.y), f16_exact(h.z), f16_exact(h.w));
+}
+
 // The binary16 at an even byte address b, as f32 (exact: every f16 is an f32).
 fn w_f16(b: u32) -> f32 {
-    return unpack2x16float(w_u16(b)).x;
+    return f16_exact(w_u16(b));
 }
 
 // Bits [sh, sh + cnt) of each of the four bytes of q.

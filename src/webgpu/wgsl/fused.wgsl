@@ -8,7 +8,8 @@
 // memory once, 8 elements per decode (qmm_dec8 of the type's snippet), and the X tile
 // (4 WG_N tokens x TILE_K) loaded beside it, both k-major as vec4 (4 rows, 4 tokens); then
 // TILE_K rank-1 updates, unrolled by 4. Accumulation in f32, in increasing k for every
-// output (F32 class; the same order for every n: batch-invariant).
+// output (F32 class; the same order for every n: batch-invariant). X is read through x_at
+// and Y written through y_store (common.wgsl: the power-of-two scaling of tiny rows).
 //
 // Constants WG_M, WG_N, TILE_K come from the host (qmm_wgpu_source) ahead of the shared
 // snippets (common.wgsl: bindings, P, load_w8).
@@ -26,10 +27,10 @@ fn store_row(t: u32, r0: u32, acc: vec4<f32>) {
         return;
     }
     let y = P.y_off + t * P.ldy + r0;
-    if (r0 < P.rows) { Y[y] = acc.x; }
-    if (r0 + 1u < P.rows) { Y[y + 1u] = acc.y; }
-    if (r0 + 2u < P.rows) { Y[y + 2u] = acc.z; }
-    if (r0 + 3u < P.rows) { Y[y + 3u] = acc.w; }
+    if (r0 < P.rows) { y_store(y, t, r0, acc.x); }
+    if (r0 + 1u < P.rows) { y_store(y + 1u, t, r0 + 1u, acc.y); }
+    if (r0 + 2u < P.rows) { y_store(y + 2u, t, r0 + 2u, acc.z); }
+    if (r0 + 3u < P.rows) { y_store(y + 3u, t, r0 + 3u, acc.w); }
 }
 
 @compute @workgroup_size(WG_M, WG_N, 1)
@@ -67,7 +68,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
             let e = k0 + kk;
             var v = 0.0;
             if (tok0 + t < P.n && e < P.k) {
-                v = X[P.x_off + (tok0 + t) * P.ldx + e];
+                v = x_at(P.x_off + (tok0 + t) * P.ldx + e, S[tok0 + t]);
             }
             xs[kk * WG_N + (t >> 2u)][t & 3u] = v;
         }

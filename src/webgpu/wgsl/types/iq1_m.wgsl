@@ -13,7 +13,7 @@ fn qmm_dec8(rb: u32, e: u32) -> W8 {
     let h = ((s0 >> 12u) & 0xFu) | ((s0 >> 24u) & 0xF0u) | ((s1 >> 4u) & 0xF00u) | ((s1 >> 16u) & 0xF000u);
     let sh = 16u * (ib >> 1u) + 6u * (ib & 1u) + 3u * (l >> 1u);
     let s = extractBits(select(s1, s0, sh < 32u), sh & 31u, 3u);
-    let dl = unpack2x16float(h).x * f32(2u * s + 1u);
+    let dl = f16_exact(h) * f32(2u * s + 1u);
     let qh = w_u8(b + 32u + 2u * ib + (l >> 1u)) >> (4u * (l & 1u));
     let idx = w_u8(b + u) | ((qh & 7u) << 8u);
     let delta = select(0.125, -0.125, (qh & 8u) != 0u);
