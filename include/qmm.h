@@ -426,7 +426,7 @@ typedef struct qmm_weights_memory_info {
     size_t f16_bytes;      /**< CUDA cached_f16: W in f16 (m x k x 2) */
     size_t fp8_bytes;      /**< CUDA fp8: W in E4M3, m and k padded to 16, and its row scales */
     size_t int8_bytes;     /**< int8 repack with its scales (and mins): CUDA int8's copy, the CPU's
-                                AMX-INT8 tiles */
+                                AMX-INT8 tiles, aarch64's SMMLA copy (docs/ARM64.md) */
     size_t bf16_bytes;     /**< CPU: the AMX-BF16 tiles of fused_amx_bf16 and their row scales */
     size_t total_bytes;    /**< the sum of the above */
 } qmm_weights_memory_info;

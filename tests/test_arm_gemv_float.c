@@ -11,7 +11,13 @@
  *     a0 + a1 widened into 16 double lanes; the tree d[i] + d[i + 8], + 4, + 2, + 1; one
  *     rounding to float) — the order of x86's gemv_avx512;
  *   - through the API at level neon and up: gemv runs gemv_neon for these types with the
- *     kernel's bits, and X rows that end flush against a PROT_NONE page are not read past.
+ *     kernel's bits, and X rows that end flush against a PROT_NONE page are not read past;
+ *   - every quantized weight type (W rows converted by to_float into a per-thread tile): for
+ *     k = one block, 1024, 1024 + one block, 4096 + one block (for 256-element blocks:
+ *     256, 1024, 1280, 4352), n = 1..5, the kernel's bits (1 and 2 threads) and those of the
+ *     gemv and fused strategies through the API at level neon (kernels gemv_neon, fused_neon)
+ *     equal the model of the order applied to to_float's values; m = 67 spans two tasks
+ *     of 64 rows (or tiles of fewer rows for long k).
  */
 #include <math.h>
 #include <setjmp.h>
@@ -178,11 +184,95 @@ static void test_api_guarded(void **state) {
     qmm_context_free(ctx);
 }
 
+/* Every quantized weight type: the kernel and the API's gemv / fused against the model. */
+static void test_quantized_order(void **state) {
+    (void)state;
+    const bool api = qmm_cpu_isa_supported(QMM_CPU_ISA_NEON);
+    qmm_context *ctx = NULL;
+    if (api) {
+        setenv("QMM_CPU_ISA", "neon", 1);
+        assert_int_equal(qmm_context_create(NULL, &ctx), QMM_OK);
+        unsetenv("QMM_CPU_ISA");
+    }
+    tu_rng r = tu_rng_make(0xf10a9);
+    const int64_t m = 67, nmax = 5;
+    int bad = 0, cases = 0, types = 0;
+    for (int ti = 0; ti < QMM_TYPE_COUNT; ti++) {
+        const qmm_type t = (qmm_type)ti;
+        if (!qmm_type_is_supported(ti) || !qmm_type_is_weight(t) || qmm_arm_gemv_float_has_type(t))
+            continue;
+        assert_true(qmm_arm_gemv_neon_has_type(t));
+        types++;
+        const int64_t bs = qmm_type_block_size(t);
+        const int64_t ks[] = {bs, 1024, 1024 + bs, 4096 + bs};
+        for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
+            const int64_t k = ks[ki], ldx = k + 3;
+            if (k % bs != 0) continue;
+            size_t rb;
+            assert_int_equal(qmm_row_bytes(t, k, &rb), QMM_OK);
+            float *wf = malloc(sizeof(float) * (size_t)(m * k));
+            unsigned char *w = malloc(rb * (size_t)m);
+            float *x = malloc(sizeof(float) * (size_t)(nmax * ldx)), *y = malloc(sizeof(float) * (size_t)(nmax * m));
+            const size_t per = qmm_arm_gemv_neon_scratch(t, k);
+            void *scratch = aligned_alloc(64, 2 * per);
+            assert_true(wf && w && x && y && scratch && per > 0);
+            if (qmm_type_has_quantizer(t)) {
+                float *src = malloc(sizeof(float) * (size_t)(m * k));
+                assert_non_null(src);
+                tu_fill_uniform(&r, src, (size_t)(m * k), -1.0f, 1.0f);
+                assert_int_equal(qmm_quantize_rows(t, src, w, m, k), QMM_OK);
+                free(src);
+            } else {
+                assert_int_equal(qmm_random_rows(t, 0x5eed + (uint64_t)ti, 1.0, w, m, k), QMM_OK);
+            }
+            tu_fill_uniform(&r, x, (size_t)(nmax * ldx), -1.0f, 1.0f);
+            assert_int_equal(qmm_dequantize_rows(t, w, wf, m, k), QMM_OK);
+            float *want = malloc(sizeof(float) * (size_t)(nmax * m));
+            assert_non_null(want);
+            for (int64_t j = 0; j < nmax; j++)
+                for (int64_t i = 0; i < m; i++) want[j * m + i] = model(wf + i * k, x + j * ldx, k);
+            qmm_weights *wt = NULL;
+            if (api) assert_int_equal(qmm_weights_create(ctx, t, m, k, w, rb, &wt), QMM_OK);
+            /* run 0, 1: the kernel on 1 and 2 threads; 2, 3: the API's gemv and fused */
+            for (int run = 0; run < (api ? 4 : 2); run++)
+                for (int64_t n = 1; n <= nmax; n++) {
+                    memset(y, 0xff, sizeof(float) * (size_t)(nmax * m));
+                    if (run < 2) {
+                        qmm_arm_gemv_neon(t, m, k, w, rb, n, x, ldx, y, m, scratch, run + 1);
+                    } else {
+                        const qmm_strategy st = run == 2 ? QMM_STRATEGY_GEMV : QMM_STRATEGY_FUSED;
+                        assert_int_equal(qmm_context_set_strategy(ctx, st), QMM_OK);
+                        qmm_path path;
+                        assert_int_equal(qmm_matmul_path(ctx, wt, n, &path), QMM_OK);
+                        assert_string_equal(path.kernel, run == 2 ? "gemv_neon" : "fused_neon");
+                        assert_int_equal(qmm_matmul(ctx, wt, n, x, ldx, y, m), QMM_OK);
+                    }
+                    for (int64_t j = 0; j < n; j++)
+                        for (int64_t i = 0; i < m; i++) {
+                            const float v = y[j * m + i], u = want[j * m + i];
+                            cases++;
+                            if (memcmp(&v, &u, 4) != 0 && !(v == 0.0f && u == 0.0f) && bad++ < 5)
+                                print_error("%s k=%lld run %d n=%lld y[%lld][%lld] = %a, the order's model %a\n",
+                                            qmm_type_name(t), (long long)k, run, (long long)n,
+                                            (long long)j, (long long)i, (double)v, (double)u);
+                        }
+                }
+            qmm_weights_free(wt);
+            free(wf); free(w); free(x); free(y); free(want); free(scratch);
+        }
+    }
+    qmm_context_free(ctx);
+    print_message("test_quantized_order: %d types, %d outputs equal to the model\n", types, cases - bad);
+    assert_true(types >= 14);
+    assert_int_equal(bad, 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_code),
         cmocka_unit_test(test_order),
         cmocka_unit_test(test_api_guarded),
+        cmocka_unit_test(test_quantized_order),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

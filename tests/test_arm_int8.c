@@ -10,12 +10,15 @@
  *     a wrong nibble, bit or scale moves a block by about |d x| >> that), NaN exactly where
  *     the model's block is NaN;
  *   - the neon kernel (SMULL/SADALP), the dotprod kernel (SDOT) and the i8mm kernel (SMMLA
- *     on pairs of W and X rows; odd m and n leave a lone row) bit for bit;
+ *     on pairs of W and X rows; odd m and n leave a lone row) on the GGUF blocks and on the
+ *     repacked copy (qmm_arm_i8mm_pack) bit for bit;
  *   - row j of Y the same bits for every n (each X row's result depends on that row alone);
  *   - through the API at every aarch64 level the machine has: the int8 strategy names the
  *     level's kernel (qmm_matmul_path: int8_neon_gemv, int8_dotprod_gemv, and at i8mm
- *     int8_smmla for n >= 2) and gives the direct kernel's bits, with 1 and 2 threads; auto at
- *     n = 1 resolves to int8 (the unmeasured default of auto_table.c).
+ *     int8_smmla for n = 2..8, int8_smmla_packed above but for q2_K) and gives the direct kernel's bits,
+ *     with 1 and 2 threads; qmm_weights_memory's int8_bytes is 0 until the repacked copy is
+ *     made and then its size (qmm_arm_i8mm_pack_bytes, rounded up to 64); auto at n = 1
+ *     resolves to int8 (the unmeasured default of auto_table.c).
  * Levels the machine lacks (scripts/test-arm64.sh runs qemu with -cpu max and cortex-a57)
  * are reported as skipped.
  */
@@ -122,7 +125,7 @@ static void problem_free(problem *p) {
     free(p->nan);
 }
 
-/* One kernel directly (0 neon, 1 dotprod, 2 i8mm): y (n x ldy = m). */
+/* One kernel directly (0 neon, 1 dotprod, 2 i8mm, 3 i8mm on the repacked copy): y (n x ldy = m). */
 static void run_direct(const problem *p, int level, int64_t n, int threads, float *y) {
     const size_t bytes = (qmm_arm_int8_x_scratch(n, p->k) + 63) / 64 * 64;
     const size_t extra = (qmm_arm_gemm_int8_i8mm_scratch(n, p->k) + 63) / 64 * 64;
@@ -130,7 +133,13 @@ static void run_direct(const problem *p, int level, int64_t n, int threads, floa
     assert_non_null(scratch);
     qmm_arm_int8_x *xs = NULL;
     qmm_arm_int8_x_prepare(p->x, p->ldx, n, p->k, scratch, threads, &xs);
-    if (level == 2)
+    if (level == 3) {
+        unsigned char *pk = malloc(qmm_arm_i8mm_pack_bytes(p->m, p->k));
+        assert_non_null(pk);
+        qmm_arm_i8mm_pack(p->type, p->m, p->k, p->w, p->row_bytes, pk, threads);
+        qmm_arm_gemm_int8_i8mm_packed(p->type, p->m, p->k, pk, n, xs, scratch + bytes, y, p->m, threads);
+        free(pk);
+    } else if (level == 2)
         qmm_arm_gemm_int8_i8mm(p->type, p->m, p->k, p->w, p->row_bytes, n, xs, scratch + bytes, y, p->m, threads);
     else if (level == 1)
         qmm_arm_gemv_int8_dotprod(p->type, p->m, p->k, p->w, p->row_bytes, n, xs, y, p->m, threads);
@@ -178,15 +187,15 @@ static void test_kernels_direct(void **state) {
     (void)state;
     const bool dotprod = qmm_cpu_isa_supported(QMM_CPU_ISA_DOTPROD);
     const bool i8mm = qmm_cpu_isa_supported(QMM_CPU_ISA_I8MM);
-    const int levels = i8mm ? 3 : dotprod ? 2 : 1;
+    const int levels = i8mm ? 4 : dotprod ? 2 : 1;
     if (!dotprod) print_message("[  SKIPPED ] dotprod kernel: the CPU lacks SDOT (neon kernel only)\n");
-    if (!i8mm) print_message("[  SKIPPED ] i8mm kernel: the CPU lacks SMMLA\n");
-    static const char *const names[3] = {"neon", "dotprod", "i8mm"};
+    if (!i8mm) print_message("[  SKIPPED ] i8mm kernels: the CPU lacks SMMLA\n");
+    static const char *const names[4] = {"neon", "dotprod", "i8mm", "i8mm repacked"};
     tu_rng r = tu_rng_make(0xa64);
     int failures = 0, cases = 0;
-    float *y[3], *y1 = malloc(sizeof(float) * N_MAX * 67);
-    for (int l = 0; l < 3; l++) y[l] = malloc(sizeof(float) * N_MAX * 67);
-    assert_true(y[0] && y[1] && y[2] && y1);
+    float *y[4], *y1 = malloc(sizeof(float) * N_MAX * 67);
+    for (int l = 0; l < 4; l++) y[l] = malloc(sizeof(float) * N_MAX * 67);
+    assert_true(y[0] && y[1] && y[2] && y[3] && y1);
     for (int t = 0; t < QMM_TYPE_COUNT; t++) {
         if (!qmm_type_is_supported(t) || !qmm_arm_int8_has_type((qmm_type)t)) continue;
         for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; mi++)
@@ -219,6 +228,7 @@ static void test_kernels_direct(void **state) {
     free(y[0]);
     free(y[1]);
     free(y[2]);
+    free(y[3]);
     free(y1);
     assert_true(cases > 0);
     assert_int_equal(failures, 0);
@@ -266,8 +276,20 @@ static void test_api_levels(void **state) {
                 assert_int_equal(qmm_context_set_strategy(ctx, QMM_STRATEGY_INT8), QMM_OK);
                 for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++) {
                     const int64_t n = ns[ni];
-                    const bool smmla = isa >= QMM_CPU_ISA_I8MM && n >= 2;
-                    const char *want = smmla ? "int8_smmla" : gemv;
+                    const bool smmla = isa >= QMM_CPU_ISA_I8MM && n >= 2, packed = smmla && n > 8 && p.type != QMM_TYPE_Q2_K;
+                    const char *want = packed ? "int8_smmla_packed" : smmla ? "int8_smmla" : gemv;
+                    qmm_weights_memory_info mem;
+                    assert_int_equal(qmm_weights_memory(w, &mem), QMM_OK);
+                    const size_t pack_bytes = (qmm_arm_i8mm_pack_bytes(p.m, p.k) + 63) / 64 * 64;
+                    /* ns increases: the copy exists exactly after the first n > 8 */
+                    const size_t want_mem =
+                        isa >= QMM_CPU_ISA_I8MM && n > 9 && p.type != QMM_TYPE_Q2_K ? pack_bytes : 0;
+                    if (mem.int8_bytes != want_mem) {
+                        print_error("%s %s n=%lld: int8_bytes %zu before the call, want %zu\n",
+                                    qmm_cpu_isa_name((qmm_cpu_isa)isa), qmm_type_name(p.type), (long long)n,
+                                    mem.int8_bytes, want_mem);
+                        failures++;
+                    }
                     assert_int_equal(qmm_matmul_path(ctx, w, n, &path), QMM_OK);
                     if (strcmp(path.kernel, want) != 0 || path.precision != QMM_PRECISION_INT8) {
                         print_error("%s %s n=%lld: kernel %s, want %s\n", qmm_cpu_isa_name((qmm_cpu_isa)isa),
@@ -275,7 +297,7 @@ static void test_api_levels(void **state) {
                         failures++;
                     }
                     assert_int_equal(qmm_matmul(ctx, w, n, p.x, p.ldx, y, p.m), QMM_OK);
-                    run_direct(&p, smmla ? 2 : isa >= QMM_CPU_ISA_DOTPROD, n, 1, yd);
+                    run_direct(&p, packed ? 3 : smmla ? 2 : isa >= QMM_CPU_ISA_DOTPROD, n, 1, yd);
                     ran++;
                     if (!same_bits(y, yd, (size_t)(n * p.m))) {
                         print_error("%s %s n=%lld threads=%d: the API's int8 differs from the kernel\n",

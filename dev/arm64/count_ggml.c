@@ -5,7 +5,9 @@
  * instruction counter (count_insns.sh). The bytes are random: the NEON paths have no
  * data-dependent branches, so the count does not depend on them. The data are made for 256
  * rows whatever m is (only the dot products differ between two runs).
- *   count_ggml <type> <m <= 256> <k>
+ *   count_ggml <type> <m <= 256> <k> [2]
+ * With 2 (a build with +i8mm; q4_0, q4_1, q8_0, q4_K, q6_K): ggml's SMMLA path, nrc = 2, one
+ * call per pair of W rows against two activation rows (2 x 2 outputs).
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -44,17 +46,27 @@ static const struct {
 };
 
 int main(int argc, char **argv) {
-    if (argc != 4) return 2;
+    if (argc != 4 && argc != 5) return 2;
+    const int nrc = argc == 5 ? atoi(argv[4]) : 1;
+    if (nrc != 1 && nrc != 2) return 2;
     const long m = atol(argv[2]), k = atol(argv[3]), rows = 256;
     if (m < 1 || m > rows) return 2;
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
         if (strcmp(argv[1], types[i].name) != 0) continue;
         const size_t rb = (size_t)(k / types[i].qk) * types[i].wbytes, yb = (size_t)(k / types[i].yk) * types[i].ybytes;
-        unsigned char *w = malloc(rb * (size_t)rows), *y = malloc(yb);
+        unsigned char *w = malloc(rb * (size_t)rows), *y = malloc(2 * yb);
         uint64_t s = 1;
         for (size_t b = 0; b < rb * (size_t)rows; b++) w[b] = (unsigned char)((s = s * 6364136223846793005u + 1) >> 56) & 0x3B;
-        for (size_t b = 0; b < yb; b++) y[b] = (unsigned char)((s = s * 6364136223846793005u + 1) >> 56) & 0x3B;
-        float r = 0, acc = 0;
+        for (size_t b = 0; b < 2 * yb; b++) y[b] = (unsigned char)((s = s * 6364136223846793005u + 1) >> 56) & 0x3B;
+        float r = 0, acc = 0, r2[4];
+        if (nrc == 2) {
+            for (long row = 0; row + 1 < m; row += 2) {
+                types[i].fn((int)k, r2, 2, w + (size_t)row * rb, rb, y, yb, 2);
+                acc += r2[0] + r2[1] + r2[2] + r2[3];
+            }
+            printf("%g\n", (double)acc);
+            return 0;
+        }
         for (long row = 0; row < m; row++) {
             types[i].fn((int)k, &r, 0, w + (size_t)row * rb, 0, y, 0, 1);
             acc += r;

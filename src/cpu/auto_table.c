@@ -48,7 +48,7 @@
  * docs/ARM64.md). The default row there is chosen from instruction counts, not timings: the
  * int8 strategy for n = 1..8 where an int8 kernel exists for the type (about 20-40
  * instructions per 32 weights against ~100 for the portable f32 path's decode and panel),
- * else gemv through n = 8 (gemv_neon for f32/f16/bf16), fused above.
+ * else gemv through n = 8 (gemv_neon), fused above (fused_neon: the same kernel, same bits).
  */
 #include "cpu/cpu_internal.h"
 

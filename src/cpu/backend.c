@@ -35,7 +35,7 @@ static const qmm_cpu_impl cpu_impls[] = {
      qmm_cpu_x86_matmul_gemv_avx2, QMM_PRECISION_F32, NULL},
 #endif
 #if defined(QMM_ARCH_AARCH64)
-    {QMM_STRATEGY_GEMV, "gemv_neon", QMM_CPU_ISA_NEON, qmm_arm_gemv_float_has_type, NULL,
+    {QMM_STRATEGY_GEMV, "gemv_neon", QMM_CPU_ISA_NEON, qmm_arm_gemv_neon_has_type, NULL,
      qmm_cpu_arm_matmul_gemv_neon, QMM_PRECISION_F32, NULL},
 #endif
     {QMM_STRATEGY_GEMV, "gemv_portable", QMM_CPU_ISA_GENERIC, NULL, NULL, qmm_cpu_matmul_gemv,
@@ -47,6 +47,11 @@ static const qmm_cpu_impl cpu_impls[] = {
      qmm_cpu_x86_matmul_fused_amx, QMM_PRECISION_HALF, NULL},
     {QMM_STRATEGY_FUSED, "fused_avx2", QMM_CPU_ISA_AVX2, NULL, NULL,
      qmm_cpu_x86_matmul_fused_avx2, QMM_PRECISION_F32, qmm_cpu_x86_fused_avx2_kernel},
+#endif
+#if defined(QMM_ARCH_AARCH64)
+    /* the gemv_neon kernel: its order depends only on k, so fused and gemv agree bit for bit */
+    {QMM_STRATEGY_FUSED, "fused_neon", QMM_CPU_ISA_NEON, qmm_arm_gemv_neon_has_type, NULL,
+     qmm_cpu_arm_matmul_gemv_neon, QMM_PRECISION_F32, NULL},
 #endif
     {QMM_STRATEGY_FUSED, "fused_portable", QMM_CPU_ISA_GENERIC, NULL, NULL, qmm_cpu_matmul_fused,
      QMM_PRECISION_F32, NULL},
@@ -251,6 +256,9 @@ static void cpu_weights_memory(const qmm_weights *w, qmm_weights_memory_info *ou
     out->gguf_bytes = cw->stride * (size_t)w->m;
 #if defined(QMM_ARCH_X86_64)
     qmm_cpu_x86_weights_memory(w, out); /* the AMX / int8 copies, once made */
+#endif
+#if defined(QMM_ARCH_AARCH64)
+    qmm_cpu_arm_weights_memory(w, out); /* the SMMLA copy, once made */
 #endif
 }
 

@@ -18,8 +18,34 @@ qmm_status qmm_cpu_arm_weights_init(const qmm_context *ctx, qmm_weights *w) {
 void qmm_cpu_arm_weights_release(qmm_weights *w) {
     qmm_cpu_weights *cw = w->backend;
     if (cw == NULL || cw->arm == NULL) return;
-    free(cw->arm);
+    qmm_arm_weights *aw = cw->arm;
+    free(aw->i8mm);
+    free(aw);
     cw->arm = NULL;
+}
+
+void qmm_cpu_arm_weights_memory(const qmm_weights *w, qmm_weights_memory_info *out) {
+    const qmm_cpu_weights *cw = w->backend;
+    const qmm_arm_weights *aw = cw != NULL ? cw->arm : NULL;
+    if (aw != NULL && aw->i8mm != NULL) out->int8_bytes += aw->i8mm_bytes;
+}
+
+/* The repacked copy for SMMLA, made on first use. */
+static qmm_status ensure_i8mm_pack(const qmm_cpu_state *st, const qmm_weights *w, qmm_arm_weights *aw) {
+    if (aw->i8mm != NULL) return QMM_OK;
+    const qmm_cpu_weights *cw = w->backend;
+    size_t bytes = 0;
+    if (!qmm_mul_size((size_t)(w->m + 1) / 2, (size_t)(w->k / 32) * QMM_ARM_I8MM_REC, &bytes) ||
+        bytes > SIZE_MAX - 63)
+        return qmm_error(QMM_ERR_OUT_OF_MEMORY, "int8_smmla_packed: %lld x %lld overflows size_t",
+                         (long long)w->m, (long long)w->k);
+    unsigned char *p = aligned_alloc(64, (bytes + 63) / 64 * 64);
+    if (p == NULL)
+        return qmm_error(QMM_ERR_OUT_OF_MEMORY, "cannot allocate the SMMLA copy of W (%zu bytes)", bytes);
+    qmm_arm_i8mm_pack(w->type, w->m, w->k, cw->data, cw->stride, p, st->n_threads);
+    aw->i8mm = p;
+    aw->i8mm_bytes = (bytes + 63) / 64 * 64;
+    return QMM_OK;
 }
 
 static qmm_status arm_record(const qmm_weights *w, qmm_arm_weights **out) {
@@ -98,7 +124,8 @@ bool qmm_arm_int8_has_type(qmm_type type) {
 typedef void (*int8_gemv_fn)(qmm_type, int64_t, int64_t, const unsigned char *, size_t, int64_t,
                              const qmm_arm_int8_x *, float *, int64_t, int);
 
-/* gemv: the gemv kernel of the level; smmla: the i8mm kernel (n >= 2) instead. */
+/* gemv: the gemv kernel of the level; smmla: the i8mm kernel (n >= 2) instead, on the
+ * repacked copy above QMM_CPU_ARM_I8MM_PACK_MIN_N. */
 static qmm_status matmul_int8(qmm_context *ctx, const qmm_weights *w, int64_t n, const float *x,
                               int64_t ldx, float *y, int64_t ldy, int8_gemv_fn gemv, bool smmla) {
     qmm_cpu_state *st = ctx->backend;
@@ -114,12 +141,20 @@ static qmm_status matmul_int8(qmm_context *ctx, const qmm_weights *w, int64_t n,
     }
     /* W holding Inf/NaN elements: the exact gemv forms them as the reference does */
     if (aw->nonfinite) return qmm_cpu_matmul_gemv(ctx, w, n, x, ldx, y, ldy);
+    const bool packed = smmla && n > QMM_CPU_ARM_I8MM_PACK_MIN_N && qmm_cpu_arm_i8mm_packed_type(w->type);
+    if (packed) {
+        s = ensure_i8mm_pack(st, w, aw);
+        if (s != QMM_OK) return s;
+    }
     const size_t xbytes = (qmm_arm_int8_x_scratch(n, w->k) + 63) / 64 * 64;
     s = qmm_cpu_scratch_grow(&st->shared, xbytes + (smmla ? qmm_arm_gemm_int8_i8mm_scratch(n, w->k) : 0));
     if (s != QMM_OK) return s;
     qmm_arm_int8_x *xs = NULL;
     qmm_arm_int8_x_prepare(x, ldx, n, w->k, st->shared.ptr, st->n_threads, &xs);
-    if (smmla)
+    if (packed)
+        qmm_arm_gemm_int8_i8mm_packed(w->type, w->m, w->k, aw->i8mm, n, xs,
+                                      (unsigned char *)st->shared.ptr + xbytes, y, ldy, st->n_threads);
+    else if (smmla)
         qmm_arm_gemm_int8_i8mm(w->type, w->m, w->k, cw->data, cw->stride, n, xs,
                                (unsigned char *)st->shared.ptr + xbytes, y, ldy, st->n_threads);
     else
@@ -137,6 +172,14 @@ qmm_status qmm_cpu_arm_matmul_int8_dotprod(qmm_context *ctx, const qmm_weights *
     return matmul_int8(ctx, w, n, x, ldx, y, ldy, qmm_arm_gemv_int8_dotprod, false);
 }
 
+/* The types whose SMMLA kernel on the repacked copy executes fewer instructions per 32-weight
+ * block and X row than on the GGUF blocks (dev/arm64/count_insns.sh, docs/ARM64.md: 5-19%
+ * fewer); q2_K's is not (17.3 against 17.0: its integer scales are loaded and widened per
+ * block from the record, where the on-the-fly decode has them per super-block). */
+bool qmm_cpu_arm_i8mm_packed_type(qmm_type type) {
+    return qmm_arm_int8_has_type(type) && type != QMM_TYPE_Q2_K;
+}
+
 /* SMMLA multiplies pairs of X rows: a single row would leave half of it idle. Both kernels
  * give the same bits, so the switch keeps batch invariance. */
 #define I8MM_MIN_N 2
@@ -148,15 +191,27 @@ qmm_status qmm_cpu_arm_matmul_int8_i8mm(qmm_context *ctx, const qmm_weights *w, 
 
 const char *qmm_cpu_arm_int8_i8mm_kernel(const qmm_context *ctx, qmm_type type, int64_t n) {
     (void)ctx;
-    (void)type;
-    return n >= I8MM_MIN_N ? "int8_smmla" : "int8_dotprod_gemv";
+    return n > QMM_CPU_ARM_I8MM_PACK_MIN_N && qmm_cpu_arm_i8mm_packed_type(type) ? "int8_smmla_packed"
+           : n >= I8MM_MIN_N                ? "int8_smmla"
+                                            : "int8_dotprod_gemv";
 }
 
 qmm_status qmm_cpu_arm_matmul_gemv_neon(qmm_context *ctx, const qmm_weights *w, int64_t n,
                                         const float *x, int64_t ldx, float *y, int64_t ldy) {
-    const qmm_cpu_state *st = ctx->backend;
+    qmm_cpu_state *st = ctx->backend;
     const qmm_cpu_weights *cw = w->backend;
-    qmm_arm_gemv_float_neon(w->type, w->m, w->k, cw->data, cw->stride, n, x, ldx, y, ldy,
-                            st->n_threads);
+    if (!qmm_arm_gemv_neon_has_type(w->type))
+        return qmm_error(QMM_ERR_INTERNAL, "gemv_neon: no dequantizer for type %d", (int)w->type);
+    /* the quantized types: one tile of converted W rows per thread */
+    size_t bytes = 0;
+    if (!qmm_mul_size(qmm_arm_gemv_neon_scratch(w->type, w->k), (size_t)st->n_threads, &bytes))
+        return qmm_error(QMM_ERR_OUT_OF_MEMORY, "gemv_neon: tiles of k=%lld overflow size_t",
+                         (long long)w->k);
+    if (bytes > 0) {
+        const qmm_status s = qmm_cpu_scratch_grow(&st->shared, bytes);
+        if (s != QMM_OK) return s;
+    }
+    qmm_arm_gemv_neon(w->type, w->m, w->k, cw->data, cw->stride, n, x, ldx, y, ldy,
+                      bytes > 0 ? st->shared.ptr : NULL, st->n_threads);
     return QMM_OK;
 }

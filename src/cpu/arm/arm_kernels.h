@@ -91,20 +91,61 @@ void qmm_arm_gemm_int8_i8mm(qmm_type type, int64_t m, int64_t k, const unsigned 
                             size_t row_stride, int64_t n, const qmm_arm_int8_x *xs, void *scratch,
                             float *y, int64_t ldy, int n_threads);
 
+/*
+ * The repacked form of W for the SMMLA kernel (made once, qmm_arm_i8mm_pack; requires
+ * QMM_CPU_ISA_I8MM like the kernel): W rows in pairs (2p, 2p + 1; a last odd row paired with
+ * itself), pair p's k/32 records consecutive, record (p, b) at
+ *     packed + (p * (k / 32) + b) * QMM_ARM_I8MM_REC,
+ * each holding what the on-the-fly kernel forms for elements 32b .. 32b + 31 of the two rows:
+ *   [0, 64)    the SMMLA operands: 4 x 16 bytes, vector v = (row A 8v' .. 8v' + 7, row B the
+ *              same) for the 64-bit lanes of elements 0..15 (v = 0, 1) and 16..31 (v = 2, 3),
+ *              the int8 quants with offsets applied (int8_blocks.h);
+ *   [64, 96)   4 doubles: d of A, d of B, dm of A, dm of B (wscale: the block's float scale
+ *              and float minimum, exact products of the format's fields);
+ *   [96, 104)  8 int8: sa, sb, ma, mb of A, then of B (the integer scales and mins of the
+ *              16-element halves: q2_K, q3_K, q6_K; 0 for the other types).
+ * 52 bytes per row per 32 elements (GGUF: 17-34; docs/ARM64.md has the ratio per type).
+ * qmm_arm_gemm_int8_i8mm_packed gives qmm_arm_gemm_int8_i8mm's bits for every n.
+ */
+#define QMM_ARM_I8MM_REC 104
+size_t qmm_arm_i8mm_pack_bytes(int64_t m, int64_t k);
+/* Fill dst (qmm_arm_i8mm_pack_bytes(m, k) bytes) from W's GGUF rows, on up to n_threads
+ * OpenMP threads. Nothing for a type without an int8 kernel. */
+void qmm_arm_i8mm_pack(qmm_type type, int64_t m, int64_t k, const unsigned char *w,
+                       size_t row_stride, void *dst, int n_threads);
+void qmm_arm_gemm_int8_i8mm_packed(qmm_type type, int64_t m, int64_t k, const void *packed,
+                                   int64_t n, const qmm_arm_int8_x *xs, void *scratch, float *y,
+                                   int64_t ldy, int n_threads);
+
 /* ---------------------------------------------------------------------------------------
- * f32-class gemv for f32, f16 and bf16 weights with NEON FMA (gemv_float_neon.c). The order
+ * f32-class gemv / fused for every weight type with NEON FMA (gemv_float_neon.c). The order
  * of one output depends only on k and is the one of x86's gemv_avx512 (src/cpu/x86/
  * gemv_common.h): panels of 1024 elements; in a panel element p goes into lane p % 16 of f32
  * accumulator (p / 16) % 2 by one FMA, in increasing p; at a panel's end the two accumulators
  * are added, the 16 lanes widened and added to 16 double lanes; at the end the double lanes
- * are summed by the fixed tree (i + 8, then + 4, + 2, + 1) and rounded once to float.
+ * are summed by the fixed tree (i + 8, then + 4, + 2, + 1) and rounded once to float. W's
+ * elements enter as the type table's to_float values, bit for bit.
  * ------------------------------------------------------------------------------------- */
 
+/* f32, f16, bf16: decoded in registers (no scratch). */
 bool qmm_arm_gemv_float_has_type(qmm_type type);
+/* Every weight type with a to_float (the float types included). */
+bool qmm_arm_gemv_neon_has_type(qmm_type type);
 
-/* Y[n][m] = X W^T for W of f32, f16 or bf16 (row i at w + i*row_stride, any k >= 1): X rows in
- * passes of up to 2 per W row, tasks of 64 W rows on up to n_threads OpenMP threads. Writes
+/* Scratch bytes per thread of qmm_arm_gemv_neon for (type, k): a tile of converted W rows
+ * (0 for f32, f16, bf16; a multiple of 64). */
+size_t qmm_arm_gemv_neon_scratch(qmm_type type, int64_t k);
+
+/* Y[n][m] = X W^T (row i at w + i*row_stride; k >= 1, a multiple of the block size): tasks of
+ * up to 64 W rows on up to n_threads OpenMP threads (dynamic order; each output belongs to one
+ * task), X rows in passes of up to 2 per W row. For the quantized types a task first converts
+ * its W rows with to_float into thread t's tile at scratch + t * qmm_arm_gemv_neon_scratch
+ * (scratch: n_threads such tiles, 16-byte aligned; NULL allowed for f32/f16/bf16). Writes
  * exactly y[j*ldy + i]; reads nothing past a W row or an X row. Requires QMM_CPU_ISA_NEON. */
+void qmm_arm_gemv_neon(qmm_type type, int64_t m, int64_t k, const unsigned char *w,
+                       size_t row_stride, int64_t n, const float *x, int64_t ldx, float *y,
+                       int64_t ldy, void *scratch, int n_threads);
+/* The same for f32, f16, bf16 only (no scratch). */
 void qmm_arm_gemv_float_neon(qmm_type type, int64_t m, int64_t k, const unsigned char *w,
                              size_t row_stride, int64_t n, const float *x, int64_t ldx, float *y,
                              int64_t ldy, int n_threads);

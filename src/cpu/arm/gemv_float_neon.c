@@ -1,28 +1,37 @@
 /*
- * gemv_float_neon.c — f32-class gemv for the unquantized weight types f32, f16 and bf16 with
- * NEON FMA (base Armv8-A), in the summation order of x86's gemv_avx512 (arm_kernels.h;
- * src/cpu/x86/gemv_common.h): 16 lanes as four float32x4 per accumulator, two accumulators
- * per (W row, X row), widened into 16 double lanes at the end of each 1024-element panel.
+ * gemv_float_neon.c — the f32-class gemv / fused of the aarch64 levels (gemv_neon,
+ * fused_neon) for every weight type, with NEON FMA (base Armv8-A), in the summation order of
+ * x86's gemv_avx512 (arm_kernels.h; src/cpu/x86/gemv_common.h): 16 lanes as four float32x4
+ * per accumulator, two accumulators per (W row, X row), widened into 16 double lanes at the
+ * end of each 1024-element panel.
  *
  * Decoding, exact (every value equals the type table's to_float bit for bit):
  *   - f32 as loaded;
  *   - f16 by FCVTL (base Armv8-A), exact for normals, subnormals, +-0 and +-Inf; a NaN keeps
  *     its sign and payload and is made quiet (FPCR.DN is clear on Linux), as qmm_fp16_to_fp32;
- *   - bf16 shifted into the high half (USHLL #16), as qmm_bf16_to_fp32.
- * The block size is 1, so k is any length: the last k % 16 elements are copied into a zeroed
- * group of 16 (nothing past the row or the X row is read) and only their lanes take the FMA
- * (BSL keeps the others), as the masked FMA of the AVX-512 kernel.
+ *   - bf16 shifted into the high half (USHLL #16), as qmm_bf16_to_fp32;
+ *   - every other type: a task's W rows converted by the type table's to_float into a
+ *     per-thread tile of floats (as x86's fused_avx2 does), then the f32 row kernel on the
+ *     tile. Every X row of the call meets the tile, so a W row is decoded once per call.
+ * The block size of f32/f16/bf16 is 1, so k is any length: the last k % 16 elements are
+ * copied into a zeroed group of 16 (nothing past the row or the X row is read) and only their
+ * lanes take the FMA (BSL keeps the others), as the masked FMA of the AVX-512 kernel.
+ * The order of an output depends only on k (not on n, the X rows beside it, the task or the
+ * thread), so gemv and fused give the same bits at every n (batch invariance).
  * Error: the gemv_avx512 bound (docs/KERNELS.md): per panel at most 32 FMA roundings and one
  * add per lane, |err| <= 33 u sum |x w| to first order, plus the double sums and u/2 |y|.
  */
 #include <arm_neon.h>
+#include <omp.h>
 #include <string.h>
 
+#include "core/types.h"
 #include "cpu/arm/arm_kernels.h"
 
 #define PANEL 1024 /* elements per f32 panel (gemv_common.h QMM_GEMV_PANEL) */
 #define NRF 2      /* X rows per pass over a W row */
 #define TASK_ROWS 64
+#define TILE_BYTES_MAX (256 * 1024) /* a task's tile of converted W rows, at most */
 #define INL static inline __attribute__((always_inline))
 
 enum kind { KIND_F32, KIND_F16, KIND_BF16 };
@@ -133,12 +142,36 @@ bool qmm_arm_gemv_float_has_type(qmm_type type) {
     return type == QMM_TYPE_F32 || type == QMM_TYPE_F16 || type == QMM_TYPE_BF16;
 }
 
-void qmm_arm_gemv_float_neon(qmm_type type, int64_t m, int64_t k, const unsigned char *w,
-                             size_t row_stride, int64_t n, const float *x, int64_t ldx, float *y,
-                             int64_t ldy, int n_threads) {
-    if (!qmm_arm_gemv_float_has_type(type) || m <= 0 || n <= 0) return;
-    const enum kind kind = type == QMM_TYPE_F32 ? KIND_F32 : type == QMM_TYPE_F16 ? KIND_F16 : KIND_BF16;
-    const int64_t tasks = (m + TASK_ROWS - 1) / TASK_ROWS;
+bool qmm_arm_gemv_neon_has_type(qmm_type type) {
+    const qmm_type_traits *t = qmm_type_traits_get(type);
+    return t != NULL && t->is_weight && t->to_float != NULL;
+}
+
+/* Floats between tile rows, and tile rows per task (1..TASK_ROWS, within TILE_BYTES_MAX). */
+static int64_t tile_ld(int64_t k) { return (k + 3) / 4 * 4; }
+
+static int64_t tile_rows(int64_t k) {
+    const int64_t r = TILE_BYTES_MAX / ((int64_t)sizeof(float) * tile_ld(k));
+    return r < 1 ? 1 : r > TASK_ROWS ? TASK_ROWS : r;
+}
+
+size_t qmm_arm_gemv_neon_scratch(qmm_type type, int64_t k) {
+    if (qmm_arm_gemv_float_has_type(type) || k <= 0) return 0;
+    const size_t bytes = (size_t)tile_rows(k) * (size_t)tile_ld(k) * sizeof(float);
+    return (bytes + 63) / 64 * 64;
+}
+
+void qmm_arm_gemv_neon(qmm_type type, int64_t m, int64_t k, const unsigned char *w,
+                       size_t row_stride, int64_t n, const float *x, int64_t ldx, float *y,
+                       int64_t ldy, void *scratch, int n_threads) {
+    if (!qmm_arm_gemv_neon_has_type(type) || m <= 0 || n <= 0) return;
+    const bool tiled = !qmm_arm_gemv_float_has_type(type);
+    if (tiled && scratch == NULL) return;
+    const enum kind kind = type == QMM_TYPE_F16 ? KIND_F16 : type == QMM_TYPE_BF16 ? KIND_BF16 : KIND_F32;
+    const qmm_to_float_fn to_float = qmm_type_traits_get(type)->to_float;
+    const int64_t rows_per = tiled ? tile_rows(k) : TASK_ROWS, ldt = tile_ld(k);
+    const size_t per_thread = qmm_arm_gemv_neon_scratch(type, k);
+    const int64_t tasks = (m + rows_per - 1) / rows_per;
     int threads = n_threads < 1 ? 1 : n_threads;
     if (threads > tasks) threads = (int)tasks;
     /* below 2^18 multiply-adds per thread, fewer threads (as gemv_avx512) */
@@ -146,7 +179,21 @@ void qmm_arm_gemv_float_neon(qmm_type type, int64_t m, int64_t k, const unsigned
     if (work < (double)threads * (1 << 18)) threads = work < (1 << 18) ? 1 : (int)(work / (1 << 18));
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1) if (threads > 1)
     for (int64_t t = 0; t < tasks; t++) {
-        const int64_t i0 = t * TASK_ROWS, i1 = i0 + TASK_ROWS < m ? i0 + TASK_ROWS : m;
+        const int64_t i0 = t * rows_per, i1 = i0 + rows_per < m ? i0 + rows_per : m;
+        if (tiled) {
+            /* the task's rows as exact floats; then per pair of X rows every tile row (the
+             * pair stays in L1, the tile in L2) */
+            float *tile = (float *)((unsigned char *)scratch + (size_t)omp_get_thread_num() * per_thread);
+            for (int64_t i = i0; i < i1; i++)
+                to_float(w + (size_t)i * row_stride, tile + (i - i0) * ldt, k);
+            for (int64_t g = 0; g < n; g += NRF) {
+                const int nr = n - g < NRF ? (int)(n - g) : NRF;
+                for (int64_t i = i0; i < i1; i++)
+                    row(KIND_F32, (const unsigned char *)(tile + (i - i0) * ldt), k, x + g * ldx,
+                        ldx, nr, y + g * ldy + i, ldy);
+            }
+            continue;
+        }
         for (int64_t i = i0; i < i1; i++)
             for (int64_t g = 0; g < n; g += NRF) {
                 const int nr = n - g < NRF ? (int)(n - g) : NRF;
@@ -158,4 +205,11 @@ void qmm_arm_gemv_float_neon(qmm_type type, int64_t m, int64_t k, const unsigned
                 else row(KIND_BF16, wr, k, xg, ldx, nr, yg, ldy);
             }
     }
+}
+
+void qmm_arm_gemv_float_neon(qmm_type type, int64_t m, int64_t k, const unsigned char *w,
+                             size_t row_stride, int64_t n, const float *x, int64_t ldx, float *y,
+                             int64_t ldy, int n_threads) {
+    if (!qmm_arm_gemv_float_has_type(type)) return;
+    qmm_arm_gemv_neon(type, m, k, w, row_stride, n, x, ldx, y, ldy, NULL, n_threads);
 }
