@@ -46,7 +46,8 @@ def peer_rows(path):
 def main():
     d = sys.argv[1]
     auto = qmm_rows(os.path.join(d, "qmm_auto.json"))
-    fused = qmm_rows(os.path.join(d, "qmm_fused.json"))
+    fused = qmm_rows(os.path.join(d, "qmm_fused.json"))  # n = 512 (older runs: n = 1 too)
+    fused.update(qmm_rows(os.path.join(d, "qmm_exact1.json")))  # n = 1: strategy gemv
     bi = qmm_rows(os.path.join(d, "qmm_bi.json"))
     big = qmm_rows(os.path.join(d, "qmm_big.json"))
     ggml = peer_rows(os.path.join(d, "ggml.txt"))

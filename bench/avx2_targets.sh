@@ -30,7 +30,9 @@ shape_list=$(echo $shapes | tr ' ' ',')
 q() { "$QMM" bench --threads "$THREADS" --iters "$ITERS" --warmup 2 "$@"; }
 echo "== qmm (QMM_CPU_ISA=avx2 QMM_CPU_AVX_VNNI=$VNNI, $THREADS threads)"
 q --types "$quant,$float" --shape "$shape_list" --n 1,16,512 --json "$out/qmm_auto.json" > "$out/qmm_auto.txt"
-q --types "$quant,$float" --shape "$shape_list" --n 1,512 --strategy fused --json "$out/qmm_fused.json" > "$out/qmm_fused.txt"
+# the exact (F32) class: gemv at n = 1, fused at n = 512
+q --types "$quant,$float" --shape "$shape_list" --n 1 --strategy gemv --json "$out/qmm_exact1.json" > "$out/qmm_exact1.txt"
+q --types "$quant,$float" --shape "$shape_list" --n 512 --strategy fused --json "$out/qmm_fused.json" > "$out/qmm_fused.txt"
 q --types "$quant" --shape "$shape_list" --n 1,16,512 --batch-invariant --json "$out/qmm_bi.json" > "$out/qmm_bi.txt"
 q --types "$quant" --shape 14336x4096 --n 1 --json "$out/qmm_big.json" > "$out/qmm_big.txt"
 grep -E "^memory:" "$out/qmm_auto.txt" > "$out/bandwidth.txt" || true
