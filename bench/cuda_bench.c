@@ -13,17 +13,20 @@
  * gaps shrunk). Prints one line per case: type m k n strategy stream-us graph-us nmse.
  *
  * Build (bench/gpu_run.sh does this): nvcc -O2 -o cuda_bench bench/cuda_bench.c -Iinclude
- *   <build>/libqmm.a -lcublas -lcublasLt -lnvrtc -lopenblas -lgomp -lm
- * Usage: cuda_bench [--quick] [--types T,T..] [--ns N,N..] [--strategies S,S..] [--decode-only]
- *                   [--int8-sweep] [--rotate-w R]
+ *   <build>/libqmm.a -lcublas -lcublasLt -lnvrtc -lopenblas -lcjson -lgomp -lm
+ * Usage: cuda_bench [--quick] [--types T,T..] [--ns N,N..] [--strategies S,S..] [--decode-only] [--no-decode]
+ *                   [--int8-sweep] [--fused-sweep] [--rotate-w R]
  *   --quick: first shape only; --types / --ns / --strategies: subsets (default
  *   q4_0,q4_K,q6_K,f16; 1,8,512,2048; every strategy and auto); --decode-only: only the two
- *   large n = 1 shapes; --int8-sweep: int8 also with each forced GEMM tile configuration and
+ *   large n = 1 shapes; --no-decode: without them; --int8-sweep: int8 also with each forced GEMM tile configuration and
  *   split (qmm_cuda_int8_force; rows "int8[cC sS]", each verified; n <= 8: the split only);
+ *   --fused-sweep: fused also with each forced tile configuration of its kernel on the int8
+ *   repack (qmm_cuda_half_force; rows "fused[cC]", each verified);
  *   --rotate-w R (1..8): R weights objects of the same W rotated through the timed calls (so
  *   that W is read from device memory when R * W bytes exceed the L2 cache; default 1).
  */
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,28 +70,44 @@ static int cmp_double(const void *a, const void *b) {
 static qmm_strategy g_strategies[8] = {QMM_STRATEGY_GEMV, QMM_STRATEGY_DEQUANT_SGEMM, QMM_STRATEGY_CACHED_F16,
                                        QMM_STRATEGY_FUSED, QMM_STRATEGY_FP8, QMM_STRATEGY_INT8, QMM_STRATEGY_AUTO};
 static int g_n_strategies = 7;
-static int g_int8_sweep = 0, g_rotate_w = 1;
+static int g_int8_sweep = 0, g_fused_sweep = 0, g_rotate_w = 1;
 #define MAX_ROTATE 8
 
 /* The CUDA backend's int8 test and bench aid (src/cuda/cuda_internal.h): force the GEMM tile
  * configuration and split (-1: the library's choice). */
 void qmm_cuda_int8_force(int cfg, int split);
+/* The same for fused on the int8 repack (tile configuration; -1: the library's choice). */
+void qmm_cuda_half_force(int cfg);
+
+static void force(qmm_strategy strategy, int variant) {
+    const bool i8 = strategy == QMM_STRATEGY_INT8 && variant >= 0;
+    qmm_cuda_int8_force(i8 ? variant / 2 : -1, i8 ? variant % 2 : -1);
+    qmm_cuda_half_force(strategy == QMM_STRATEGY_FUSED ? variant : -1);
+}
+
+/* The kernel qmm_matmul_path names for (w, n) under the context's strategy. */
+static const char *path_kernel(qmm_context *ctx, const qmm_weights *w, int64_t n) {
+    qmm_path path;
+    return qmm_matmul_path(ctx, w, n, &path) == QMM_OK ? path.kernel : "?";
+}
 
 /* Verifies and times one strategy (int8: `variant` -1 for the library's choice, else the
- * forced (cfg, split) = (variant / 2, variant % 2)) on W (ws[0..g_rotate_w-1], rotated) and
+ * forced (cfg, split) = (variant / 2, variant % 2); fused: the forced configuration) on W (ws[0..g_rotate_w-1], rotated) and
  * prints its line. */
 static void time_one(qmm_context *ctx, qmm_weights **ws, qmm_type type, int64_t m, int64_t k, int64_t n,
                      size_t rb, float *dx, float *dy, float *out, const float *ref, qmm_strategy strategy,
                      int variant) {
     qmm_weights *w = ws[0];
-    qmm_cuda_int8_force(variant < 0 ? -1 : variant / 2, variant < 0 ? -1 : variant % 2);
+    force(strategy, variant);
     CHECK(qmm_context_set_strategy(ctx, strategy));
     qmm_strategy chosen;
     if (qmm_matmul_strategy(ctx, w, n, &chosen) != QMM_OK) return;
     char name[40];
     snprintf(name, sizeof name, "%s%s%s", qmm_strategy_name(strategy), strategy == QMM_STRATEGY_AUTO ? "->" : "",
              strategy == QMM_STRATEGY_AUTO ? qmm_strategy_name(chosen) : "");
-    if (variant >= 0) snprintf(name, sizeof name, "int8[c%d s%d]", variant / 2, variant % 2);
+    if (variant >= 0 && strategy == QMM_STRATEGY_INT8) snprintf(name, sizeof name, "int8[c%d s%d]", variant / 2, variant % 2);
+    if (variant >= 0 && strategy == QMM_STRATEGY_FUSED) snprintf(name, sizeof name, "fused[c%d]", variant);
+    if (variant < 0 && strategy == QMM_STRATEGY_FUSED) snprintf(name, sizeof name, "fused(%s)", path_kernel(ctx, w, n));
     CHECK(qmm_matmul(ctx, w, n, dx, k, dy, m));
     CHECK(qmm_buffer_download(ctx, out, dy, (size_t)(n * m) * sizeof(float)));
     qmm_diff d;
@@ -98,7 +117,7 @@ static void time_one(qmm_context *ctx, qmm_weights **ws, qmm_type type, int64_t 
     if (!qmm_diff_ok(&d, path.max_nmse, path.max_rel_err)) {
         printf("%-5s %5lld %5lld %4lld %-24s   FAILED verification nmse %.3g max_rel %.3g\n", qmm_type_name(type),
                (long long)m, (long long)k, (long long)n, name, d.nmse, d.max_rel_err);
-        qmm_cuda_int8_force(-1, -1);
+        force(strategy, -1);
         return;
     }
     const int R = g_rotate_w;
@@ -138,7 +157,7 @@ static void time_one(qmm_context *ctx, qmm_weights **ws, qmm_type type, int64_t 
     cudaGraphDestroy(graph);
     cudaEventDestroy(e0);
     cudaEventDestroy(e1);
-    qmm_cuda_int8_force(-1, -1);
+    force(strategy, -1);
     printf("%-5s %5lld %5lld %4lld %-24s %9.2f %9.2f  verified nmse %.2e  graph: %.0f GB/s-of-W %.2f TFLOP/s%s\n",
            qmm_type_name(type), (long long)m, (long long)k, (long long)n, name, us, gus, d.nmse,
            (double)(rb * (size_t)m) / (gus * 1e3), 2.0 * m * k * n / (gus * 1e6), R > 1 ? "  (W rotated)" : "");
@@ -172,6 +191,8 @@ static void run_case(qmm_context *ctx, qmm_type type, int64_t m, int64_t k, int6
         time_one(ctx, ws, type, m, k, n, rb, dx, dy, out, ref, g_strategies[si], -1);
         if (g_int8_sweep && g_strategies[si] == QMM_STRATEGY_INT8)
             for (int v = 0; v < (n <= 8 ? 2 : 6); v++) time_one(ctx, ws, type, m, k, n, rb, dx, dy, out, ref, g_strategies[si], v);
+        if (g_fused_sweep && g_strategies[si] == QMM_STRATEGY_FUSED)
+            for (int v = 0; v < 4; v++) time_one(ctx, ws, type, m, k, n, rb, dx, dy, out, ref, g_strategies[si], v);
     }
     qmm_buffer_free(ctx, dx);
     qmm_buffer_free(ctx, dy);
@@ -212,7 +233,7 @@ static int parse_n(const char *s, void *out, int i) {
 }
 
 int main(int argc, char **argv) {
-    int quick = 0, decode_only = 0;
+    int quick = 0, decode_only = 0, no_decode = 0;
     qmm_type types[16] = {QMM_TYPE_Q4_0, QMM_TYPE_Q4_K, QMM_TYPE_Q6_K, QMM_TYPE_F16};
     int n_types = 4;
     int64_t ns[16] = {1, 8, 512, 2048};
@@ -220,7 +241,9 @@ int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--quick") == 0) quick = 1;
         else if (strcmp(argv[i], "--decode-only") == 0) decode_only = 1;
+        else if (strcmp(argv[i], "--no-decode") == 0) no_decode = 1;
         else if (strcmp(argv[i], "--int8-sweep") == 0) g_int8_sweep = 1;
+        else if (strcmp(argv[i], "--fused-sweep") == 0) g_fused_sweep = 1;
         else if (strcmp(argv[i], "--rotate-w") == 0 && i + 1 < argc && atoi(argv[i + 1]) >= 1 &&
                  atoi(argv[i + 1]) <= MAX_ROTATE) g_rotate_w = atoi(argv[++i]);
         else if (strcmp(argv[i], "--types") == 0 && i + 1 < argc &&
@@ -231,7 +254,7 @@ int main(int argc, char **argv) {
                    (n_ns = parse_list(argv[++i], 16, parse_n, ns)) > 0) {
         } else {
             fprintf(stderr, "usage: cuda_bench [--quick] [--types T,T..] [--ns N,N..] [--strategies S,S..] "
-                            "[--decode-only] [--int8-sweep] [--rotate-w R]\n");
+                            "[--decode-only] [--no-decode] [--int8-sweep] [--fused-sweep] [--rotate-w R]\n");
             return 2;
         }
     }
@@ -248,7 +271,7 @@ int main(int argc, char **argv) {
         if (!decode_only)
             for (size_t si = 0; si < (quick ? 1 : sizeof shapes / sizeof shapes[0]); si++)
                 for (int ni = 0; ni < n_ns; ni++) run_case(ctx, types[ti], shapes[si][0], shapes[si][1], ns[ni]);
-        if (!quick)
+        if (!quick && !no_decode)
             for (size_t si = 0; si < 2; si++) run_case(ctx, types[ti], decode_shapes[si][0], decode_shapes[si][1], 1);
     }
     qmm_context_free(ctx);

@@ -111,7 +111,7 @@ if want bench || want bench_quick; then
     echo "qmm bench --backend cuda rc=$?"; cat "$OUT/qmm_bench_cuda.log"
   fi
   nvcc -O2 -Xcompiler -fopenmp -o "$BUILD/cuda_bench" bench/cuda_bench.c -Iinclude "$BUILD/libqmm.a" \
-    -lcublas -lcublasLt -lnvrtc -lopenblas -lgomp -lm && \
+    -lcublas -lcublasLt -lnvrtc -lopenblas -lcjson -lgomp -lm && \
     timeout ${CUDA_BENCH_TIMEOUT:-240} "$BUILD/cuda_bench" $(want bench_quick && echo --quick) ${CUDA_BENCH_ARGS:-} \
       > "$OUT/cuda_bench.log" 2>&1
   echo "cuda_bench rc=$?"; cat "$OUT/cuda_bench.log"

@@ -42,7 +42,7 @@ T=$BUILD/tests/test_cuda
 C=$BUILD/tests/test_conformance
 B=$BUILD/cuda_bench
 loads "$B" || nvcc -O2 -Xcompiler -fopenmp -o "$B" bench/cuda_bench.c -Iinclude "$BUILD/libqmm.a" \
-  -lcublas -lcublasLt -lnvrtc -lopenblas -lgomp -lm || echo "cuda_bench build failed"
+  -lcublas -lcublasLt -lnvrtc -lopenblas -lcjson -lgomp -lm || echo "cuda_bench build failed"
 summary() { grep -E "^\[ +(FAILED|PASSED) +\]|^\[  FAILED  \]|runs|rror|fail" "$1" | head -"${2:-8}"; }
 if step tests; then
   for f in 'test_int8*' test_batch_invariant; do

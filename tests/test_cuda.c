@@ -889,6 +889,10 @@ static void test_residency_lazy(void **state) {
                 check_y(ctx, &p, &io, p.n_max, s, call == 0 ? "first call (lazy copy)" : "second call");
                 if (s == QMM_STRATEGY_CACHED_F16) f16 = (size_t)p.m * (size_t)p.k * 2;
                 if (s == QMM_STRATEGY_INT8) int8 = int8_copy_bytes(p.w.type, p.m, p.k);
+                /* fused reads the int8 repack where the default policy lets auto make it (2x) */
+                if (s == QMM_STRATEGY_FUSED && qmm_cuda_int8_has_type(p.w.type) &&
+                    (double)int8_copy_bytes(p.w.type, p.m, p.k) <= 2.0 * (double)(p.m * p.w.row_bytes))
+                    int8 = int8_copy_bytes(p.w.type, p.m, p.k);
                 if (s == QMM_STRATEGY_FP8) fp8 = fp8_copy_bytes(p.m, p.k);
                 check_resident(w, f16, fp8, int8, qmm_strategy_name(s));
             }
@@ -1241,6 +1245,97 @@ static void test_lazy_copy_oom(void **state) {
     dev_io_free(ctx, &io);
     qmm_weights_free(w);
     problem_free(&p);
+    qmm_context_free(ctx);
+}
+
+/* fused on the int8 repack (half.cu): for every type with a repacker, tail shapes (m not a
+ * multiple of 16, k of one or an odd number of 32-blocks) and n across the tile edges, each
+ * tile configuration forced in turn: every output within the f16 paths' limits (check_y, also
+ * against the f16-rounded reference), the configurations bit-identical to each other (an
+ * output's MMA chain does not depend on the tile), the repack held afterwards and the path
+ * named. The shared-memory kernel (QMM_CACHE_NONE) runs on the same data and passes the same
+ * checks; how many outputs of the two kernels agree bit for bit is printed, not required. */
+static bool same_bits(float a, float b);
+
+static void test_fused_repack(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(0x4a1f);
+    qmm_context *ctx = cuda_context_cache(0, NULL, QMM_CACHE_UNLIMITED, 0.0);
+    qmm_context *plain = cuda_context_cache(0, NULL, QMM_CACHE_NONE, 0.0);
+    QMM_OK_(qmm_context_set_strategy(ctx, QMM_STRATEGY_FUSED));
+    QMM_OK_(qmm_context_set_strategy(plain, QMM_STRATEGY_FUSED));
+    static const int64_t ns[] = {9, 16, 17, 64, 65, 130};
+    const int n_n = quick() ? 3 : (int)(sizeof ns / sizeof ns[0]);
+    int runs = 0;
+    long long same = 0, outputs = 0;
+    for (size_t ti = 0; ti < N_TYPES; ti++) {
+        const qmm_type t = k_types[ti];
+        if (!qmm_cuda_int8_has_type(t)) continue;
+        const bool kq = qmm_type_block_size(t) == 256;
+        const int64_t shapes[][2] = {{45, kq ? 256 : 32}, {130, kq ? 768 : 800}, {257, kq ? 2304 : 1056}};
+        for (int shi = 0; shi < (quick() ? 2 : 3); shi++) {
+            problem p;
+            problem_make(&p, t, shapes[shi][0], shapes[shi][1], ns[n_n - 1], &r);
+            qmm_weights *w = NULL, *w0 = NULL;
+            QMM_OK_(qmm_weights_create(ctx, p.w.type, p.m, p.k, p.w.buf.data, p.w.row_stride, &w));
+            QMM_OK_(qmm_weights_create(plain, p.w.type, p.m, p.k, p.w.buf.data, p.w.row_stride, &w0));
+            qmm_path path;
+            QMM_OK_(qmm_matmul_path(ctx, w, 64, &path));
+            if (strcmp(path.kernel, "fused_repack_mma_f16") != 0 || path.precision != QMM_PRECISION_HALF)
+                fail_msg("fused on %s under QMM_CACHE_UNLIMITED: kernel %s", qmm_type_name(t), path.kernel);
+            QMM_OK_(qmm_matmul_path(plain, w0, 64, &path));
+            if (strcmp(path.kernel, "fused_mma_f16") != 0)
+                fail_msg("fused on %s under QMM_CACHE_NONE: kernel %s", qmm_type_name(t), path.kernel);
+            for (int ni = 0; ni < n_n; ni++) {
+                const int64_t n = ns[ni];
+                dev_io io, io0;
+                dev_io_make(ctx, &p, n, &io);
+                dev_io_make(plain, &p, n, &io0);
+                float *first = malloc(io.y_count * sizeof(float)), *h = malloc(io.y_count * sizeof(float));
+                assert_true(first && h);
+                for (int cfg = -1; cfg < 4; cfg++) {
+                    qmm_cuda_half_force(cfg);
+                    dev_io_poison_y(ctx, &io);
+                    const qmm_status st = qmm_matmul(ctx, w, n, io.x, p.ldx, io.y, p.ldy);
+                    qmm_cuda_half_force(-1);
+                    QMM_OK_(st);
+                    check_y(ctx, &p, &io, n, QMM_STRATEGY_FUSED, "fused on the repack");
+                    QMM_OK_(qmm_buffer_download(ctx, cfg < 0 ? first : h, io.y, io.y_count * sizeof(float)));
+                    if (cfg >= 0 && memcmp(first, h, io.y_count * sizeof(float)) != 0)
+                        fail_msg("fused on the repack, %s m=%lld k=%lld n=%lld: tile configuration %d gives "
+                                 "other bits than the heuristic's", qmm_type_name(t), (long long)p.m,
+                                 (long long)p.k, (long long)n, cfg);
+                    runs++;
+                }
+                dev_io_poison_y(plain, &io0);
+                QMM_OK_(qmm_matmul(plain, w0, n, io0.x, p.ldx, io0.y, p.ldy));
+                check_y(plain, &p, &io0, n, QMM_STRATEGY_FUSED, "fused, shared-memory kernel");
+                QMM_OK_(qmm_buffer_download(plain, h, io0.y, io0.y_count * sizeof(float)));
+                for (int64_t j = 0; j < n; j++)
+                    for (int64_t i = 0; i < p.m; i++) {
+                        same += same_bits(first[j * p.ldy + i], h[j * p.ldy + i]);
+                        outputs++;
+                    }
+                free(first);
+                free(h);
+                dev_io_free(ctx, &io);
+                dev_io_free(plain, &io0);
+            }
+            qmm_weights_memory_info mi;
+            QMM_OK_(qmm_weights_memory(w, &mi));
+            if (mi.int8_bytes != int8_copy_bytes(t, p.m, p.k))
+                fail_msg("fused on the repack, %s: the weights hold %zu int8 bytes, expected %zu",
+                         qmm_type_name(t), mi.int8_bytes, int8_copy_bytes(t, p.m, p.k));
+            QMM_OK_(qmm_weights_memory(w0, &mi));
+            if (mi.total_bytes != mi.gguf_bytes) fail_msg("fused under QMM_CACHE_NONE made a copy");
+            qmm_weights_free(w);
+            qmm_weights_free(w0);
+            problem_free(&p);
+        }
+    }
+    print_message("test_fused_repack: %d checked runs; the two fused kernels agree bit for bit on %lld of "
+                  "%lld outputs\n", runs, same, outputs);
+    qmm_context_free(plain);
     qmm_context_free(ctx);
 }
 
@@ -1781,6 +1876,7 @@ int main(void) {
         cmocka_unit_test(test_int8_q8_0_minus128),
         cmocka_unit_test(test_int8_identity_probe),
         cmocka_unit_test(test_int8_order_exact),
+        cmocka_unit_test(test_fused_repack),
         cmocka_unit_test(test_matmul_all),
         cmocka_unit_test(test_matmul_lfm),
         cmocka_unit_test(test_large_extents),

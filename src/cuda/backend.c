@@ -842,6 +842,46 @@ static qmm_status blas_ld_error(qmm_strategy s, int64_t ldx, int64_t ldy) {
                      "int range", qmm_strategy_name(s), (long long)ldx, (long long)ldy);
 }
 
+/* Whether fused can read the int8 repack of w now (half.cu): a type with a repacker on sm_80+,
+ * and the repack held with room for its workspace, or both can be made now: the cache policy
+ * lets auto make the int8 copy, the stream is not being captured, and making them did not run
+ * out of memory before. Else fused runs the shared-memory kernel of fused.cu (same values of
+ * W and X, same bound; the MMAs may round differently). */
+static bool fused_repack_possible(const qmm_context *ctx, const qmm_weights *w, const qmm_cuda_weights *cw) {
+    return qmm_cuda_int8_has_type(w->type) && ctx_cc(ctx) >= 80 && !cw->fused_no_repack;
+}
+
+static bool fused_repack_ready(const qmm_context *ctx, const qmm_weights *w, const qmm_cuda_weights *cw) {
+    return fused_repack_possible(ctx, w, cw) && copy_made(cw, QMM_CUDA_COPY_INT8) &&
+           qmm_cuda_half_workspace_bytes(w->k) <= cctx(ctx)->workspace_bytes;
+}
+
+/* Whether the next fused call on w reads the repack (held, or made by that call). */
+static bool fused_repack_planned(const qmm_context *ctx, const qmm_weights *w, const qmm_cuda_weights *cw) {
+    return fused_repack_ready(ctx, w, cw) ||
+           (fused_repack_possible(ctx, w, cw) && !stream_capturing(cctx(ctx)) &&
+            policy_allows(ctx, cw, QMM_CUDA_COPY_INT8, true));
+}
+
+/* fused's lazy part: makes the repack and the workspace where fused_repack_ready says they
+ * may be made; *repack tells which kernel runs. Out of device memory is not an error here: fused
+ * then keeps to the shared-memory kernel for these weights. */
+static qmm_status fused_prepare_repack(const qmm_context *ctx, const qmm_weights *w, qmm_cuda_weights *cw,
+                                       bool *repack) {
+    qmm_cuda_context *c = cctx(ctx);
+    *repack = fused_repack_ready(ctx, w, cw);
+    if (*repack || !fused_repack_planned(ctx, w, cw)) return QMM_OK;
+    qmm_status st = grow_workspace(c, qmm_cuda_half_workspace_bytes(w->k), "fused on the int8 repack");
+    if (st == QMM_OK && !copy_made(cw, QMM_CUDA_COPY_INT8)) st = make_copy(c, w, cw, QMM_CUDA_COPY_INT8);
+    if (st == QMM_ERR_OUT_OF_MEMORY) {
+        qmm_log(1, "cuda fused: %s; keeping to the shared-memory kernel for these weights", qmm_last_error());
+        cw->fused_no_repack = true;
+        return QMM_OK;
+    }
+    *repack = st == QMM_OK;
+    return st;
+}
+
 static qmm_status cuda_matmul(qmm_context *ctx, const qmm_weights *w, qmm_strategy s, int64_t n,
                               const float *x, int64_t ldx, float *y, int64_t ldy) {
     qmm_cuda_context *c = cctx(ctx);
@@ -871,10 +911,18 @@ static qmm_status cuda_matmul(qmm_context *ctx, const qmm_weights *w, qmm_strate
         CU(qmm_cuda_gemv(w->type, cw->q, w->row_bytes, w->m, w->k, n, x, ldx, y, ldy, c->stream),
            "gemv kernel");
         return QMM_OK;
-    case QMM_STRATEGY_FUSED:
-        CU(qmm_cuda_fused(w->type, cw->q, w->row_bytes, w->m, w->k, n, x, ldx, y, ldy, c->stream),
-           "fused kernel");
+    case QMM_STRATEGY_FUSED: {
+        bool repack = false;
+        st = fused_prepare_repack(ctx, w, cw, &repack);
+        if (st != QMM_OK) return st;
+        if (repack)
+            CU(qmm_cuda_half_matmul(w->type, cw->i8_q, cw->i8_d, cw->i8_mn, w->m, w->k, n, x, ldx, y, ldy,
+                                    c->workspace, c->stream), "fused kernel (int8 repack)");
+        else
+            CU(qmm_cuda_fused(w->type, cw->q, w->row_bytes, w->m, w->k, n, x, ldx, y, ldy, c->stream),
+               "fused kernel");
         return QMM_OK;
+    }
     case QMM_STRATEGY_DEQUANT_SGEMM:
         return matmul_sgemm(c, w, cw, n, x, ldx, y, ldy);
     case QMM_STRATEGY_CACHED_F16:
@@ -1072,12 +1120,16 @@ static qmm_status cuda_graph_replay(qmm_context *ctx, int64_t times, double *ms)
 static qmm_status cuda_describe(const qmm_context *ctx, const qmm_weights *w, int64_t n,
                                 qmm_strategy resolved, const char **kernel,
                                 qmm_precision *precision) {
-    (void)ctx, (void)w, (void)n;
+    (void)n;
     switch (resolved) {
     case QMM_STRATEGY_GEMV: *kernel = "gemv_cuda"; *precision = QMM_PRECISION_F32; break;
     case QMM_STRATEGY_DEQUANT_SGEMM: *kernel = "dequant_cublas_sgemm"; *precision = QMM_PRECISION_F32; break;
     case QMM_STRATEGY_CACHED_F16: *kernel = "cached_f16_cublas"; *precision = QMM_PRECISION_HALF; break;
-    case QMM_STRATEGY_FUSED: *kernel = "fused_mma_f16"; *precision = QMM_PRECISION_HALF; break;
+    case QMM_STRATEGY_FUSED:
+        *kernel = fused_repack_planned(ctx, w, (const qmm_cuda_weights *)w->backend) ? "fused_repack_mma_f16"
+                                                                                     : "fused_mma_f16";
+        *precision = QMM_PRECISION_HALF;
+        break;
     case QMM_STRATEGY_FP8: *kernel = "fp8_cublaslt"; *precision = QMM_PRECISION_FP8; break;
     case QMM_STRATEGY_INT8: *kernel = "int8_cuda"; *precision = QMM_PRECISION_INT8; break;
     default:

@@ -114,6 +114,9 @@ typedef struct qmm_cuda_weights {
     /* auto ran out of device memory preparing this strategy for these weights (its copy or
      * the workspace it needs): auto does not choose it again for them. */
     bool auto_skip[QMM_STRATEGY_COUNT];
+    /* fused ran out of device memory making the int8 repack (or the workspace) it reads: it
+     * keeps to the shared-memory kernel for these weights. */
+    bool fused_no_repack;
 } qmm_cuda_weights;
 
 /*
@@ -247,6 +250,22 @@ cudaError_t qmm_cuda_int8_matmul(int type, const void *wq, const float *wd, cons
  * W rows x X rows; -1: chosen per shape) and split-k (0 no, 1 yes where the partials fit;
  * -1: chosen). Process-global; results do not depend on it. */
 void qmm_cuda_int8_force(int cfg, int split);
+
+/* ---- fused on the int8 repack (half.cu; values and fragment order at the top of that file) ---- */
+
+/* Context workspace bytes of the repack kernel for weights of k columns (X of one chunk of
+ * QMM_CUDA_X_CHUNK rows in f16). */
+size_t qmm_cuda_half_workspace_bytes(int64_t k);
+/* fused: y[t*ldy + i] = sum_e f16(x[t][e]) * f16(w[i][e]) (f32 accumulation, one chain of
+ * mma.sync m16n8k16 over k), W the int8 repack (wq, wd, wm as for qmm_cuda_int8_matmul), X
+ * rounded to f16 into `workspace` (>= qmm_cuda_half_workspace_bytes(k)) per chunk of
+ * QMM_CUDA_X_CHUNK rows. W must fit f16 (the caller checks). sm_80+. */
+cudaError_t qmm_cuda_half_matmul(int type, const void *wq, const float *wd, const float *wm,
+                                 int64_t m, int64_t k, int64_t n, const float *x, int64_t ldx,
+                                 float *y, int64_t ldy, void *workspace, cudaStream_t stream);
+/* Test and bench aid: force the tile configuration (0: 64x128, 1: 128x128, 2: 128x64, 3: 64x64
+ * with 32x32 warps; -1: the heuristic's). Process-global. */
+void qmm_cuda_half_force(int cfg);
 
 /* Test aid: spin for about `ns` nanoseconds on the device, then copy count floats src -> dst.
  * Used to check that qmm_matmul waits for earlier work on the caller's stream. */

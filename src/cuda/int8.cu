@@ -71,12 +71,12 @@
 
 #include "cuda/cuda_internal.h"
 #include "cuda/dequant.cuh"
+#include "cuda/int8_layout.cuh"
 
 /* ---------------------------------------------------------------------------------------
  * Geometry
  * ------------------------------------------------------------------------------------- */
 
-#define I8_PAD 128    /* m_pad, k_pad granule (qmm_cuda_int8_pad) */
 #define I8_KS 16      /* 32-blocks per chunk of the int8 order */
 #define I8_BK 64      /* k bytes per GEMM pipeline stage (two 32-blocks) */
 #define I8_STAGES 4
@@ -86,15 +86,6 @@
 /* Workspace bytes for split-k chunk partials (beyond them: no split, same results). */
 #define I8_PARTIAL_BYTES ((size_t)16 << 20)
 
-/* W formats of the repack: int8 quants, or nibbles read as 16q (u8) / 16(q - 8) (s8). */
-enum { I8_FMT_S8 = 0, I8_FMT_NIB_U = 1, I8_FMT_NIB_S = 2 };
-template <int T> struct i8_fmt {
-    static constexpr int v = T == QMM_TYPE_Q4_0                          ? I8_FMT_NIB_S
-                             : (T == QMM_TYPE_Q4_1 || T == QMM_TYPE_Q4_K) ? I8_FMT_NIB_U
-                                                                         : I8_FMT_S8;
-};
-/* Bytes of one 16 x 64 quant tile. */
-template <int FMT> struct i8_tile_bytes { static constexpr int v = FMT == I8_FMT_S8 ? 1024 : 512; };
 
 /* Which types, sub-blocks and min terms: the descriptor's int8 facts (qmm_cuda_type<T>,
  * dequant.cuh), set for the legacy and K-quant types, which have a repacker below. */
@@ -460,23 +451,6 @@ extern "C" cudaError_t qmm_cuda_int8_pack_rows(int type, const void *w, size_t r
 /* ---------------------------------------------------------------------------------------
  * Kernels
  * ------------------------------------------------------------------------------------- */
-
-__device__ __forceinline__ void i8_cp16(void *smem, const void *gmem) {
-    const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem));
-}
-__device__ __forceinline__ void i8_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N> __device__ __forceinline__ void i8_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
-
-/* Four 8 x 16-byte matrices of shared memory: lane l gives the address of row l % 8 of
- * matrix l / 8; thread T receives bytes 4(T%4)..+3 of row T/4 of matrix i in r_i. */
-__device__ __forceinline__ void i8_ldsm_x4(uint32_t &r0, uint32_t &r1, uint32_t &r2, uint32_t &r3, const void *p) {
-    const unsigned s = (unsigned)__cvta_generic_to_shared(p);
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
-                 : "r"(s)
-                 : "memory");
-}
 
 /* D = A (16 x 32, row) * B (32 x 8, col) + c (every element): s8 or u8 A, s8 B, s32. */
 template <bool U8>
@@ -873,18 +847,6 @@ extern "C" void qmm_cuda_int8_force(int cfg, int split) {
     g_i8_split = split == 0 || split == 1 ? split : -1;
 }
 
-/* Raises the dynamic shared-memory limit of kernel f on the current device once per device. */
-template <class K> static cudaError_t i8_smem_attr(K f, int bytes, unsigned long long *done) {
-    int dev = 0;
-    cudaError_t e = cudaGetDevice(&dev);
-    if (e != cudaSuccess) return e;
-    const unsigned long long bit = dev < 64 ? 1ull << dev : 0;
-    if (bit != 0 && (*done & bit)) return cudaSuccess;
-    e = cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
-    if (e == cudaSuccess) *done |= bit;
-    return e;
-}
-
 template <int G, bool MIN, int FMT> struct i8_kernels {
     template <int WM, int WN, bool MULTI> static cudaError_t gemm1(const i8_args &a, int nz, cudaStream_t s) {
         typedef i8_geom<G, MIN, FMT, WM, WN> Q;
@@ -925,19 +887,6 @@ template <int T> struct i8_launch {
         }
     }
 };
-
-/* The multiprocessor count of the current device (cached per device). */
-static int i8_sms(void) {
-    static int cached[64];
-    int dev = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return 132;
-    if (cached[dev] == 0) {
-        int v = 0;
-        if (cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || v <= 0) v = 132;
-        cached[dev] = v;
-    }
-    return cached[dev];
-}
 
 /* GEMM choice for m x nc with nchunk chunks: the configuration and split that minimise a
  * model time: waves of CTAs (units / SMs, rounded up) times a CTA's element-blocks times a

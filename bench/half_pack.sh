@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# half_pack.sh — on the development machine: builds test_cuda, test_conformance and
+# bench/cuda_bench for sm_90a in $BUILD (default /tmp/qmm-h200) and packs them, stripped, as
+# .carry/bins.tar.xz (with the commit they were built from) for bench/half_run.sh on the GPU
+# machine; with GGML_BUILD set (a ggml build with -DGGML_CUDA=ON, outside the repository) and
+# GGML_MMBENCH (its ggml_mmbench binary, ../shared/peer/README.md), also .carry/ggml.tar.xz.
+# .carry/ is kept out of git by .git/info/exclude.
+set -euo pipefail
+BUILD=${BUILD:-/tmp/qmm-h200}
+[ -f "$BUILD/CMakeCache.txt" ] || cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_CUDA_ARCHITECTURES=90a -DQMM_CUDA=ON -DQMM_WEBGPU=OFF > /dev/null
+cmake --build "$BUILD" -j2 --target test_cuda test_conformance qmm_static
+nvcc -O2 -Xcompiler -fopenmp -o "$BUILD/cuda_bench" bench/cuda_bench.c -Iinclude "$BUILD/libqmm.a" \
+  -lcublas -lcublasLt -lnvrtc -lopenblas -lcjson -lgomp -lm
+S=$(mktemp -d)
+cp "$BUILD/tests/test_cuda" "$BUILD/tests/test_conformance" "$BUILD/cuda_bench" "$S/"
+strip -g "$S"/*
+git describe --always --dirty > "$S/COMMIT"
+mkdir -p .carry
+grep -qx '/.carry/' .git/info/exclude 2>/dev/null || echo '/.carry/' >> .git/info/exclude
+tar -cJf .carry/bins.tar.xz -C "$S" .
+rm -rf "$S"
+if [ -n "${GGML_BUILD:-}" ] && [ -n "${GGML_MMBENCH:-}" ]; then
+  G=$(mktemp -d)
+  cp "$GGML_MMBENCH" "$G/ggml_mmbench"
+  find "$GGML_BUILD" -name 'libggml*.so*' -exec cp -P {} "$G/" \;
+  strip -g "$G"/* 2>/dev/null || true
+  tar -cJf .carry/ggml.tar.xz -C "$G" .
+  rm -rf "$G"
+fi
+ls -la .carry

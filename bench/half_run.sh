@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# half_run.sh — device checks and timings of fused on the int8 repack (src/cuda/half.cu), run
+# on a GPU machine from the repository root with OUT set (the device tool's $OUT):
+#   bash bench/half_run.sh
+# Binaries: $BINS (default .carry/bins: test_cuda, test_conformance, cuda_bench built for
+# sm_90a elsewhere, carried as .carry/bins.tar.xz; bench/half_pack.sh makes it);
+# the runtime libraries from .deps/*.deb (docs/CUDA.md "The GPU run script"). ggml's CUDA
+# backend as the peer, when .carry/ggml.tar.xz holds ggml_mmbench and its libraries
+# (../shared/peer/README.md; built outside the repository).
+# HALF_STEPS (default "tests prefill peer sanitize full"):
+#   tests     test_cuda: the fused-repack test and the residency, cache-policy, graph,
+#             batch-invariance and out-of-memory tests that fused's copy touches
+#   prefill   cuda_bench: fused (with every forced tile configuration), int8 and cached_f16
+#             (cuBLAS f16) on the LFM shapes for q4_0, q4_K, q6_K, q8_0 at n = 64, 512; then
+#             n = 16, 2048 and the decode shapes
+#   peer      ggml_mmbench -B CUDA0 -G 100 on the same shapes, types and n
+#   sanitize  memcheck and racecheck over the quick fused-repack test
+#   full      the whole test_cuda, then test_conformance on the CUDA backend
+# HALF_END (a date +%s time, default 540 s from the start): a step starts only with 15 s left.
+set -uo pipefail
+steps=" ${HALF_STEPS:-tests prefill peer sanitize full} "
+T0=$(date +%s)
+END=${HALF_END:-$((T0 + 540))}
+OUT=${OUT:-$PWD/out}
+L=$OUT/logs
+mkdir -p "$L"
+left() { echo $((END - $(date +%s))); }
+lim() { local l; l=$(left); [ "$1" -lt "$l" ] && echo "$1" || echo "$l"; }
+step() { case "$steps" in *" $1 "*) ;; *) return 1;; esac
+         if [ "$(left)" -lt 15 ]; then echo "== $1: skipped (deadline)"; return 1; fi
+         echo "== $1 ($(( $(date +%s) - T0 )) s, $(left) s left)"; }
+loads() { [ -x "$1" ] && ! ldd "$1" | grep -q "not found"; }
+summary() { grep -E "^\[ +(FAILED|PASSED) +\]|^\[  FAILED  \]|runs|agree|rror|fail" "$1" | head -"${2:-8}"; }
+
+echo "== machine"; date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
+if [ -d .deps ]; then
+  for f in .deps/*.deb; do dpkg -x "$f" /tmp/deps; done
+  D=/tmp/deps/usr/lib/x86_64-linux-gnu
+  export LD_LIBRARY_PATH=$D:$D/openblas-pthread:${LD_LIBRARY_PATH:-}
+fi
+BINS=${BINS:-.carry/bins}
+[ -f .carry/bins.tar.xz ] && mkdir -p "$BINS" && tar -xJf .carry/bins.tar.xz -C "$BINS"
+T=$BINS/test_cuda C=$BINS/test_conformance B=$BINS/cuda_bench
+if ! loads "$T" || ! loads "$B" || ! loads "$C"; then
+  echo "== the binaries in $BINS do not load here (ldd):"; ldd "$T" | grep "not found"; exit 1
+fi
+echo "== binaries: $(cat "$BINS/COMMIT" 2>/dev/null)"
+
+if step tests; then
+  for f in test_fused_repack test_residency_lazy test_graph_api test_cache_none test_cache_limit_unlimited \
+           test_auto_default_policy test_batch_invariant test_lazy_copy_oom; do
+    QMM_TEST_CUDA_FILTER="$f" timeout "$(lim 150)" "$T" > "$L/test_cuda_$f.log" 2>&1
+    echo "test_cuda $f rc=$?"; summary "$L/test_cuda_$f.log" 6
+  done
+fi
+if step prefill; then
+  timeout "$(lim 150)" "$B" --types q4_0,q4_K,q6_K,q8_0 --ns 64,512 --strategies fused,int8,cached_f16 --fused-sweep \
+    --no-decode > "$L/bench_prefill.log" 2>&1
+  echo "prefill rc=$?"; cat "$L/bench_prefill.log"
+  timeout "$(lim 120)" "$B" --types q4_0,q4_K,q6_K,q8_0 --ns 16,2048 --strategies fused,int8,cached_f16 --no-decode \
+    > "$L/bench_prefill2.log" 2>&1
+  echo "prefill2 rc=$?"; cat "$L/bench_prefill2.log"
+fi
+if step peer; then
+  if [ -f .carry/ggml.tar.xz ]; then
+    G=/tmp/ggml && mkdir -p $G && tar -xJf .carry/ggml.tar.xz -C $G
+    for s in 4608x1024 1024x4608 3072x1024 1024x1024 512x1024; do
+      LD_LIBRARY_PATH=$G:${LD_LIBRARY_PATH:-} timeout "$(lim 60)" $G/ggml_mmbench -B CUDA0 -G 100 -m "${s%x*}" -k "${s#*x}" \
+        -t q4_0,q4_K,q6_K,q8_0 -n 16,64,512,2048
+    done > "$L/ggml.log" 2>&1
+    echo "ggml rc=$?"; cat "$L/ggml.log"
+  else
+    echo "no .carry/ggml.tar.xz: ggml not measured"
+  fi
+fi
+if step sanitize; then
+  for tool in memcheck racecheck; do
+    QMM_TEST_CUDA_QUICK=1 QMM_TEST_CUDA_FILTER='test_fused_repack' timeout "$(lim 90)" \
+      compute-sanitizer --tool $tool --error-exitcode 99 "$T" > "$L/sanitizer_$tool.log" 2>&1
+    echo "$tool rc=$?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED' "$L/sanitizer_$tool.log" | tr '\n' ' ')"
+  done
+fi
+if step full; then
+  timeout "$(lim 200)" "$T" > "$L/test_cuda_full.log" 2>&1; echo "test_cuda (full) rc=$?"; summary "$L/test_cuda_full.log" 30
+  step full && { QMM_CONFORMANCE_BACKENDS=cuda timeout "$(lim 150)" "$C" > "$L/conformance_cuda.log" 2>&1
+    echo "test_conformance (cuda) rc=$?"; summary "$L/conformance_cuda.log" 20; }
+fi
+echo "== half_run done ($(( $(date +%s) - T0 )) s)"
+tar -czf "$OUT/logs.tgz" -C "$OUT" logs && rm -rf "$L"
