@@ -20,8 +20,8 @@
  *   q4_0,q4_K,q6_K,f16; 1,8,512,2048; every strategy and auto); --decode-only: only the two
  *   large n = 1 shapes; --no-decode: without them; --int8-sweep: int8 also with each forced GEMM tile configuration and
  *   split (qmm_cuda_int8_force; rows "int8[cC sS]", each verified; n <= 8: the split only);
- *   --fused-sweep: fused also with each forced tile configuration of its kernel on the int8
- *   repack (qmm_cuda_half_force; rows "fused[cC]", each verified);
+ *   --fused-sweep: fused also with each forced tile configuration C of its kernel on the int8
+ *   repack and split-k S = 1, 2, 4 (qmm_cuda_half_force; rows "fused[cC sS]", each verified);
  *   --rotate-w R (1..8): R weights objects of the same W rotated through the timed calls (so
  *   that W is read from device memory when R * W bytes exceed the L2 cache; default 1).
  */
@@ -76,13 +76,15 @@ static int g_int8_sweep = 0, g_fused_sweep = 0, g_rotate_w = 1;
 /* The CUDA backend's int8 test and bench aid (src/cuda/cuda_internal.h): force the GEMM tile
  * configuration and split (-1: the library's choice). */
 void qmm_cuda_int8_force(int cfg, int split);
-/* The same for fused on the int8 repack (tile configuration; -1: the library's choice). */
-void qmm_cuda_half_force(int cfg);
+/* The same for fused on the int8 repack (tile configuration, split; -1: the library's choice). */
+void qmm_cuda_half_force(int cfg, int split);
 
 static void force(qmm_strategy strategy, int variant) {
     const bool i8 = strategy == QMM_STRATEGY_INT8 && variant >= 0;
     qmm_cuda_int8_force(i8 ? variant / 2 : -1, i8 ? variant % 2 : -1);
-    qmm_cuda_half_force(strategy == QMM_STRATEGY_FUSED ? variant : -1);
+    /* fused variants: configuration variant % 8, split variant / 8 (0: the library's) */
+    const bool fu = strategy == QMM_STRATEGY_FUSED && variant >= 0;
+    qmm_cuda_half_force(fu ? variant % 8 : -1, fu && variant / 8 > 0 ? variant / 8 : -1);
 }
 
 /* The kernel qmm_matmul_path names for (w, n) under the context's strategy. */
@@ -106,7 +108,7 @@ static void time_one(qmm_context *ctx, qmm_weights **ws, qmm_type type, int64_t 
     snprintf(name, sizeof name, "%s%s%s", qmm_strategy_name(strategy), strategy == QMM_STRATEGY_AUTO ? "->" : "",
              strategy == QMM_STRATEGY_AUTO ? qmm_strategy_name(chosen) : "");
     if (variant >= 0 && strategy == QMM_STRATEGY_INT8) snprintf(name, sizeof name, "int8[c%d s%d]", variant / 2, variant % 2);
-    if (variant >= 0 && strategy == QMM_STRATEGY_FUSED) snprintf(name, sizeof name, "fused[c%d]", variant);
+    if (variant >= 0 && strategy == QMM_STRATEGY_FUSED) snprintf(name, sizeof name, "fused[c%d s%d]", variant % 8, variant / 8);
     if (variant < 0 && strategy == QMM_STRATEGY_FUSED) snprintf(name, sizeof name, "fused(%s)", path_kernel(ctx, w, n));
     CHECK(qmm_matmul(ctx, w, n, dx, k, dy, m));
     CHECK(qmm_buffer_download(ctx, out, dy, (size_t)(n * m) * sizeof(float)));
@@ -192,7 +194,8 @@ static void run_case(qmm_context *ctx, qmm_type type, int64_t m, int64_t k, int6
         if (g_int8_sweep && g_strategies[si] == QMM_STRATEGY_INT8)
             for (int v = 0; v < (n <= 8 ? 2 : 6); v++) time_one(ctx, ws, type, m, k, n, rb, dx, dy, out, ref, g_strategies[si], v);
         if (g_fused_sweep && g_strategies[si] == QMM_STRATEGY_FUSED)
-            for (int v = 0; v < 4; v++) time_one(ctx, ws, type, m, k, n, rb, dx, dy, out, ref, g_strategies[si], v);
+            for (int sp = 1; sp <= 4; sp *= 2) /* split 1, 2, 4 */
+                for (int v = 0; v < 6; v++) time_one(ctx, ws, type, m, k, n, rb, dx, dy, out, ref, g_strategies[si], 8 * sp + v);
     }
     qmm_buffer_free(ctx, dx);
     qmm_buffer_free(ctx, dy);

@@ -10,9 +10,9 @@
 # HALF_STEPS (default "tests prefill peer sanitize full"):
 #   tests     test_cuda: the fused-repack test and the residency, cache-policy, graph,
 #             batch-invariance and out-of-memory tests that fused's copy touches
-#   prefill   cuda_bench: fused (with every forced tile configuration), int8 and cached_f16
-#             (cuBLAS f16) on the LFM shapes for q4_0, q4_K, q6_K, q8_0 at n = 64, 512; then
-#             n = 16, 2048 and the decode shapes
+#   prefill   cuda_bench on the LFM shapes: fused with every forced tile configuration and
+#             split, int8 and cached_f16 (cuBLAS f16) for q4_0, q4_K at n = 64, 512; then fused
+#             (its own choice), int8, cached_f16 for q4_0, q4_K, q6_K, q8_0 at n = 16, 64, 512, 2048
 #   peer      ggml_mmbench -B CUDA0 -G 100 on the same shapes, types and n
 #   sanitize  memcheck and racecheck over the quick fused-repack test
 #   full      the whole test_cuda, then test_conformance on the CUDA backend
@@ -54,12 +54,12 @@ if step tests; then
   done
 fi
 if step prefill; then
-  timeout "$(lim 150)" "$B" --types q4_0,q4_K,q6_K,q8_0 --ns 64,512 --strategies fused,int8,cached_f16 --fused-sweep \
+  timeout "$(lim 200)" "$B" --types q4_0,q4_K --ns 64,512 --strategies fused,int8,cached_f16 --fused-sweep \
+    --no-decode > "$L/bench_sweep.log" 2>&1
+  echo "sweep rc=$?"; cat "$L/bench_sweep.log"
+  timeout "$(lim 150)" "$B" --types q4_0,q4_K,q6_K,q8_0 --ns 16,64,512,2048 --strategies fused,int8,cached_f16 \
     --no-decode > "$L/bench_prefill.log" 2>&1
   echo "prefill rc=$?"; cat "$L/bench_prefill.log"
-  timeout "$(lim 120)" "$B" --types q4_0,q4_K,q6_K,q8_0 --ns 16,2048 --strategies fused,int8,cached_f16 --no-decode \
-    > "$L/bench_prefill2.log" 2>&1
-  echo "prefill2 rc=$?"; cat "$L/bench_prefill2.log"
 fi
 if step peer; then
   if [ -f .carry/ggml.tar.xz ]; then

@@ -1249,11 +1249,12 @@ static void test_lazy_copy_oom(void **state) {
 }
 
 /* fused on the int8 repack (half.cu): for every type with a repacker, tail shapes (m not a
- * multiple of 16, k of one or an odd number of 32-blocks) and n across the tile edges, each
- * tile configuration forced in turn: every output within the f16 paths' limits (check_y, also
- * against the f16-rounded reference), the configurations bit-identical to each other (an
- * output's MMA chain does not depend on the tile), the repack held afterwards and the path
- * named. The shared-memory kernel (QMM_CACHE_NONE) runs on the same data and passes the same
+ * multiple of 16, k of one or an odd number of 32-blocks) and n across the tile edges, the
+ * heuristic's choice and each tile configuration forced in turn without a split and with a
+ * 3-way split-k: every output within the f16 paths' limits (check_y, also against the
+ * f16-rounded reference), the configurations bit-identical to each other at the same split (an
+ * output's MMA chain does not depend on the tile), in batch-invariant mode a forced split not
+ * made (the bits of no split), the repack held afterwards and the path named. The shared-memory kernel (QMM_CACHE_NONE) runs on the same data and passes the same
  * checks; how many outputs of the two kernels agree bit for bit is printed, not required. */
 static bool same_bits(float a, float b);
 
@@ -1262,7 +1263,9 @@ static void test_fused_repack(void **state) {
     tu_rng r = tu_rng_make(0x4a1f);
     qmm_context *ctx = cuda_context_cache(0, NULL, QMM_CACHE_UNLIMITED, 0.0);
     qmm_context *plain = cuda_context_cache(0, NULL, QMM_CACHE_NONE, 0.0);
+    qmm_context *inv = cuda_context_cache(QMM_FLAG_BATCH_INVARIANT, NULL, QMM_CACHE_UNLIMITED, 0.0);
     QMM_OK_(qmm_context_set_strategy(ctx, QMM_STRATEGY_FUSED));
+    QMM_OK_(qmm_context_set_strategy(inv, QMM_STRATEGY_FUSED));
     QMM_OK_(qmm_context_set_strategy(plain, QMM_STRATEGY_FUSED));
     static const int64_t ns[] = {9, 16, 17, 64, 65, 130};
     const int n_n = quick() ? 3 : (int)(sizeof ns / sizeof ns[0]);
@@ -1276,8 +1279,9 @@ static void test_fused_repack(void **state) {
         for (int shi = 0; shi < (quick() ? 2 : 3); shi++) {
             problem p;
             problem_make(&p, t, shapes[shi][0], shapes[shi][1], ns[n_n - 1], &r);
-            qmm_weights *w = NULL, *w0 = NULL;
+            qmm_weights *w = NULL, *w0 = NULL, *wi = NULL;
             QMM_OK_(qmm_weights_create(ctx, p.w.type, p.m, p.k, p.w.buf.data, p.w.row_stride, &w));
+            QMM_OK_(qmm_weights_create(inv, p.w.type, p.m, p.k, p.w.buf.data, p.w.row_stride, &wi));
             QMM_OK_(qmm_weights_create(plain, p.w.type, p.m, p.k, p.w.buf.data, p.w.row_stride, &w0));
             qmm_path path;
             QMM_OK_(qmm_matmul_path(ctx, w, 64, &path));
@@ -1292,21 +1296,36 @@ static void test_fused_repack(void **state) {
                 dev_io_make(ctx, &p, n, &io);
                 dev_io_make(plain, &p, n, &io0);
                 float *first = malloc(io.y_count * sizeof(float)), *h = malloc(io.y_count * sizeof(float));
-                assert_true(first && h);
-                for (int cfg = -1; cfg < 4; cfg++) {
-                    qmm_cuda_half_force(cfg);
+                float *one = malloc(io.y_count * sizeof(float));
+                assert_true(first && h && one);
+                /* the heuristic's choice, then every configuration without a split and with 3 */
+                for (int v = -1; v < 12; v++) {
+                    const int cfg = v < 0 ? -1 : v % 6, split = v < 0 ? -1 : v < 6 ? 1 : 3;
+                    qmm_cuda_half_force(cfg, split);
                     dev_io_poison_y(ctx, &io);
                     const qmm_status st = qmm_matmul(ctx, w, n, io.x, p.ldx, io.y, p.ldy);
-                    qmm_cuda_half_force(-1);
+                    qmm_cuda_half_force(-1, -1);
                     QMM_OK_(st);
                     check_y(ctx, &p, &io, n, QMM_STRATEGY_FUSED, "fused on the repack");
-                    QMM_OK_(qmm_buffer_download(ctx, cfg < 0 ? first : h, io.y, io.y_count * sizeof(float)));
-                    if (cfg >= 0 && memcmp(first, h, io.y_count * sizeof(float)) != 0)
-                        fail_msg("fused on the repack, %s m=%lld k=%lld n=%lld: tile configuration %d gives "
-                                 "other bits than the heuristic's", qmm_type_name(t), (long long)p.m,
-                                 (long long)p.k, (long long)n, cfg);
+                    QMM_OK_(qmm_buffer_download(ctx, v == 0 ? first : v == 6 ? one : h, io.y, io.y_count * sizeof(float)));
+                    const float *want = v < 6 ? first : one;
+                    if ((v > 0 && v != 6) && memcmp(want, h, io.y_count * sizeof(float)) != 0)
+                        fail_msg("fused on the repack, %s m=%lld k=%lld n=%lld: tile configuration %d (split %d) gives "
+                                 "other bits than configuration 0", qmm_type_name(t), (long long)p.m,
+                                 (long long)p.k, (long long)n, cfg, split);
                     runs++;
                 }
+                /* batch-invariant mode: no split, whatever is forced */
+                qmm_cuda_half_force(2, 3);
+                dev_io_poison_y(inv, &io);
+                const qmm_status st_inv = qmm_matmul(inv, wi, n, io.x, p.ldx, io.y, p.ldy);
+                qmm_cuda_half_force(-1, -1);
+                QMM_OK_(st_inv);
+                QMM_OK_(qmm_buffer_download(inv, h, io.y, io.y_count * sizeof(float)));
+                if (memcmp(first, h, io.y_count * sizeof(float)) != 0)
+                    fail_msg("fused on the repack, batch-invariant, %s m=%lld k=%lld n=%lld: a forced split changed "
+                             "the bits", qmm_type_name(t), (long long)p.m, (long long)p.k, (long long)n);
+                free(one);
                 dev_io_poison_y(plain, &io0);
                 QMM_OK_(qmm_matmul(plain, w0, n, io0.x, p.ldx, io0.y, p.ldy));
                 check_y(plain, &p, &io0, n, QMM_STRATEGY_FUSED, "fused, shared-memory kernel");
@@ -1330,12 +1349,14 @@ static void test_fused_repack(void **state) {
             if (mi.total_bytes != mi.gguf_bytes) fail_msg("fused under QMM_CACHE_NONE made a copy");
             qmm_weights_free(w);
             qmm_weights_free(w0);
+            qmm_weights_free(wi);
             problem_free(&p);
         }
     }
     print_message("test_fused_repack: %d checked runs; the two fused kernels agree bit for bit on %lld of "
                   "%lld outputs\n", runs, same, outputs);
     qmm_context_free(plain);
+    qmm_context_free(inv);
     qmm_context_free(ctx);
 }
 

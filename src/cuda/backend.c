@@ -917,7 +917,8 @@ static qmm_status cuda_matmul(qmm_context *ctx, const qmm_weights *w, qmm_strate
         if (st != QMM_OK) return st;
         if (repack)
             CU(qmm_cuda_half_matmul(w->type, cw->i8_q, cw->i8_d, cw->i8_mn, w->m, w->k, n, x, ldx, y, ldy,
-                                    c->workspace, c->stream), "fused kernel (int8 repack)");
+                                    (ctx->params.flags & QMM_FLAG_BATCH_INVARIANT) != 0, c->workspace,
+                                    c->stream), "fused kernel (int8 repack)");
         else
             CU(qmm_cuda_fused(w->type, cw->q, w->row_bytes, w->m, w->k, n, x, ldx, y, ldy, c->stream),
                "fused kernel");

@@ -254,18 +254,21 @@ void qmm_cuda_int8_force(int cfg, int split);
 /* ---- fused on the int8 repack (half.cu; values and fragment order at the top of that file) ---- */
 
 /* Context workspace bytes of the repack kernel for weights of k columns (X of one chunk of
- * QMM_CUDA_X_CHUNK rows in f16). */
+ * QMM_CUDA_X_CHUNK rows in f16, then 16 MiB of split-k partials). */
 size_t qmm_cuda_half_workspace_bytes(int64_t k);
-/* fused: y[t*ldy + i] = sum_e f16(x[t][e]) * f16(w[i][e]) (f32 accumulation, one chain of
+/* fused: y[t*ldy + i] = sum_e f16(x[t][e]) * f16(w[i][e]) (f32 accumulation, chains of
  * mma.sync m16n8k16 over k), W the int8 repack (wq, wd, wm as for qmm_cuda_int8_matmul), X
  * rounded to f16 into `workspace` (>= qmm_cuda_half_workspace_bytes(k)) per chunk of
- * QMM_CUDA_X_CHUNK rows. W must fit f16 (the caller checks). sm_80+. */
+ * QMM_CUDA_X_CHUNK rows. invariant: one chain per output (no split-k), so a row's result does
+ * not depend on n. W must fit f16 (the caller checks). sm_80+. */
 cudaError_t qmm_cuda_half_matmul(int type, const void *wq, const float *wd, const float *wm,
                                  int64_t m, int64_t k, int64_t n, const float *x, int64_t ldx,
-                                 float *y, int64_t ldy, void *workspace, cudaStream_t stream);
-/* Test and bench aid: force the tile configuration (0: 64x128, 1: 128x128, 2: 128x64, 3: 64x64
- * with 32x32 warps; -1: the heuristic's). Process-global. */
-void qmm_cuda_half_force(int cfg);
+                                 float *y, int64_t ldy, bool invariant, void *workspace,
+                                 cudaStream_t stream);
+/* Test and bench aid: force the tile configuration (0..5, half.cu's k_h16_cfg; -1: the
+ * heuristic's) and the split-k count (1..16, still never in invariant mode; -1: chosen).
+ * Process-global. */
+void qmm_cuda_half_force(int cfg, int split);
 
 /* Test aid: spin for about `ns` nanoseconds on the device, then copy count floats src -> dst.
  * Used to check that qmm_matmul waits for earlier work on the caller's stream. */

@@ -26,11 +26,15 @@
  * 1 and 3 slots (2t+8, 2t+9). X is stored to match: within each 16 columns the 8 even columns,
  * then the 8 odd ones (h16_x_kernel), and B is loaded by ldmatrix as for a plain row.
  *
- * Kernel: CTA of WM x WN warps, warp tile 32 W rows x 8*NI X rows (2 x NI MMA tiles), k in
+ * Kernel: CTA of WM x WN warps, warp tile 16*MI W rows x 8*NI X rows (MI x NI MMA tiles), k in
  * stages of 64 columns through a 4-stage cp.async pipeline: the W tiles of the stage (one
  * linear run), the X rows (128 bytes, padded to 144 in shared memory: ldmatrix conflict-free),
- * the stage's W scales (and mins). No split-k: the CTA owns its outputs, so the tile choice
- * (h16_choose, from m and n) never changes a result; batch-invariant and deterministic.
+ * the stage's W scales (and mins). An output's MMA chain does not depend on the tile, so the
+ * tile choice (h16_choose, from m, n and k) never changes a result. Where the tiles are too
+ * few to fill the GPU the stages are split over blockIdx.z (split-k): each split's chain goes
+ * to the workspace and i8_reduce_kernel adds the partials in split order, another grouping of
+ * the sum; the split depends on n, so it is never made in batch-invariant mode (one chain per
+ * output there). Deterministic: no atomics.
  * Sources: PTX ISA "Matrix Fragments for mma.m16n8k16 with floating point type", "ldmatrix".
  */
 #include <stdint.h>
@@ -159,102 +163,107 @@ __device__ __forceinline__ void h16_mma(const uint32_t (&a)[4], uint32_t b0, uin
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+/* ldmatrix.x4 (as i8_ldsm_x4) without a memory clobber, so that the compiler may keep shared
+ * loads of the scales across it; the barriers order it against the cp.async copies. */
+__device__ __forceinline__ void h16_ldsm_x4(uint32_t (&r)[4], const void *p) {
+    const unsigned s = (unsigned)__cvta_generic_to_shared(p);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(s));
+}
+
 /* ---------------------------------------------------------------------------------------
  * GEMM
  * ------------------------------------------------------------------------------------- */
 
+/* out + z * zs + j * ldo + i receives output (i, j) (of split z when split, else the sum). */
 struct h16_args {
     const uint8_t *wq;
     const float *wd, *wm;
     const uint16_t *x16;
-    float *y;
-    int64_t ldy, m, m_pad, nc, k_pad;
+    float *out;
+    int64_t ldo, zs, m, m_pad, nc, k_pad;
     int nblk; /* 32-blocks of k */
+    int sps;  /* stages per split (blockIdx.z) */
 };
 
-template <int G, bool MIN, int FMT, int WM, int WN, int NI> struct h16_geom {
-    static constexpr int BM = 32 * WM, BN = 8 * NI * WN, THREADS = 32 * WM * WN, NS = H16_BK / G;
+/* WM x WN warps, each MI x NI MMA tiles (16 W rows x 8 X rows each). */
+template <int G, bool MIN, int FMT, int WM, int WN, int MI, int NI> struct h16_geom {
+    static constexpr int BM = 16 * MI * WM, BN = 8 * NI * WN, THREADS = 32 * WM * WN, NS = H16_BK / G;
     static constexpr int TB = i8_tile_bytes<FMT>::v;
     static constexpr int W_BYTES = BM / 16 * TB, X_BYTES = BN * H16_XROW;
     static constexpr int OFF_X = W_BYTES, OFF_DW = OFF_X + X_BYTES, OFF_MW = OFF_DW + NS * BM * 4;
     static constexpr int STAGE = OFF_MW + (MIN ? NS * BM * 4 : 0);
     static constexpr int SMEM = STAGE * H16_STAGES;
-    static_assert(STAGE % 16 == 0 && BM >= 64 && BN <= 128 && NI % 2 == 0, "stage alignment, 64-row scale groups");
+    static_assert(STAGE % 16 == 0 && BM % 64 == 0 && 128 % BN == 0 && NI % 2 == 0 && (MI == 2 || MI == 4),
+                  "stage alignment, 64-row scale groups, X rows within n_pad, warp rows of 32 or 64");
 };
 
-template <int G, bool MIN, int FMT, int MODE, int WM, int WN, int NI>
+template <int G, bool MIN, int FMT, int MODE, int WM, int WN, int MI, int NI>
 __global__ void __launch_bounds__(32 * WM * WN) h16_gemm_kernel(const h16_args a) {
-    typedef h16_geom<G, MIN, FMT, WM, WN, NI> Q;
+    typedef h16_geom<G, MIN, FMT, WM, WN, MI, NI> Q;
     extern __shared__ __align__(16) uint8_t h16_smem[];
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int g = lane >> 2;
     const int wm = warp % WM, wn = warp / WM;
     const int64_t i0 = (int64_t)blockIdx.x * Q::BM, j0 = (int64_t)blockIdx.y * Q::BN;
-    const int nst = (a.nblk + 1) / 2; /* stages holding data */
+    const int nst_all = (a.nblk + 1) / 2; /* stages holding data */
+    const int st0 = (int)blockIdx.z * a.sps, st1 = min(nst_all, st0 + a.sps);
     const int64_t mt16 = a.m_pad / 16;
 
-    /* The 16-byte copies of one stage, c = 0 .. NC-1: W tiles, X rows, W scales, W mins. */
-    constexpr int NWC = Q::W_BYTES / 16, NXC = Q::BN * 8, NDW = Q::NS * Q::BM / 4, NMW = MIN ? NDW : 0;
-    constexpr int NC = NWC + NXC + NDW + NMW, SLOTS = (NC + Q::THREADS - 1) / Q::THREADS;
-    const uint8_t *src[SLOTS];
-    int dst[SLOTS], step[SLOTS];
-#pragma unroll
-    for (int it = 0; it < SLOTS; it++) {
-        int c = tid + it * Q::THREADS;
-        if (c >= NC) c = NC - 1;
-        if (c < NWC) {
-            src[it] = a.wq + (i0 / 16) * Q::TB + 16 * c;
-            dst[it] = 16 * c;
-            step[it] = (int)(mt16 * Q::TB);
-        } else if ((c -= NWC) < NXC) {
-            const int r = c >> 3, col = c & 7;
-            src[it] = (const uint8_t *)(a.x16 + (j0 + r) * a.k_pad) + 16 * col;
-            dst[it] = Q::OFF_X + r * H16_XROW + 16 * col;
-            step[it] = 2 * H16_BK;
-        } else {
-            c -= NXC;
-            const bool mins = c >= NDW;
-            if (mins) c -= NDW;
-            const int sub = c / (Q::BM / 4), col = 4 * (c % (Q::BM / 4));
-            src[it] = (const uint8_t *)((mins ? a.wm : a.wd) + (int64_t)sub * a.m_pad + i0 + col);
-            dst[it] = (mins ? Q::OFF_MW : Q::OFF_DW) + 4 * (sub * Q::BM + col);
-            step[it] = (int)(4 * Q::NS * a.m_pad);
-        }
-    }
-    auto load = [&](int slot) {
+    /* The 16-byte copies of stage st into slot: W tiles (one linear run), X rows, W scales,
+     * W mins; addresses from per-stage bases (no per-copy registers). */
+    constexpr int NWC = Q::W_BYTES / 16, NXC = Q::BN * 8, NDW = Q::NS * Q::BM / 4;
+    const int64_t xrow = 2 * a.k_pad; /* bytes per X row */
+    const uint8_t *const xbase = (const uint8_t *)(a.x16 + j0 * a.k_pad);
+    auto load = [&](int slot, int st) {
         uint8_t *s = h16_smem + slot * Q::STAGE;
+        const uint8_t *wb = a.wq + ((int64_t)st * mt16 + i0 / 16) * Q::TB;
 #pragma unroll
-        for (int it = 0; it < SLOTS; it++) {
-            if (NC % Q::THREADS == 0 || tid + it * Q::THREADS < NC) i8_cp16(s + dst[it], src[it]);
-            src[it] += step[it];
+        for (int c = tid; c < NWC; c += Q::THREADS) i8_cp16(s + 16 * c, wb + 16 * c);
+        const uint8_t *xb = xbase + 2 * H16_BK * (int64_t)st;
+#pragma unroll
+        for (int c = tid; c < NXC; c += Q::THREADS)
+            i8_cp16(s + Q::OFF_X + (c >> 3) * H16_XROW + 16 * (c & 7), xb + (c >> 3) * xrow + 16 * (c & 7));
+#pragma unroll
+        for (int c = tid; c < NDW * (MIN ? 2 : 1); c += Q::THREADS) {
+            const bool mins = c >= NDW;
+            const int cc = mins ? c - NDW : c, sub = cc / (Q::BM / 4), col = 4 * (cc % (Q::BM / 4));
+            const float *src = (mins ? a.wm : a.wd) + ((int64_t)st * Q::NS + sub) * a.m_pad + i0 + col;
+            i8_cp16(s + (mins ? Q::OFF_MW : Q::OFF_DW) + 4 * (sub * Q::BM + col), src);
         }
     };
 
-    float acc[2][NI][4];
+    float acc[MI][NI][4];
 #pragma unroll
-    for (int mi = 0; mi < 2; mi++)
+    for (int mi = 0; mi < MI; mi++)
 #pragma unroll
         for (int ni = 0; ni < NI; ni++)
 #pragma unroll
             for (int e = 0; e < 4; e++) acc[mi][ni][e] = 0.0f;
 
+    /* this warp's rows in the permuted scale layout: rows 16mi + 8e + g of its 64-row group
+     * at 8g + 2mi + e; a 32-row warp holds half of a group (mi 0, 1 of the group's 0..3) */
+    const int rows0 = 16 * MI * wm;
+    const int spos = (rows0 & ~63) + 8 * g + (MI == 2 ? 4 * ((rows0 >> 5) & 1) : 0);
+
 #pragma unroll
     for (int i = 0; i < H16_STAGES - 1; i++) {
-        if (i < nst) load(i);
+        if (st0 + i < st1) load(i, st0 + i);
         i8_commit();
     }
-    for (int st = 0; st < nst; st++) {
+    for (int st = st0; st < st1; st++) {
         i8_wait<H16_STAGES - 2>();
         __syncthreads(); /* stage st landed; every warp is done with the slot refilled next */
-        if (st + H16_STAGES - 1 < nst) load((st + H16_STAGES - 1) % H16_STAGES);
+        if (st + H16_STAGES - 1 < st1) load((st - st0 + H16_STAGES - 1) % H16_STAGES, st + H16_STAGES - 1);
         i8_commit();
-        const uint8_t *s = h16_smem + (st % H16_STAGES) * Q::STAGE;
-        /* the lane's quant words of its two m16 tiles: nibbles 4 words (both 32-column halves),
+        const uint8_t *s = h16_smem + ((st - st0) % H16_STAGES) * Q::STAGE;
+        /* the lane's quant words of its MI m16 tiles: nibbles 4 words (both 32-column halves),
          * s8 4 words per half */
-        uint32_t pk[2][FMT == I8_FMT_S8 ? 8 : 4];
+        uint32_t pk[MI][FMT == I8_FMT_S8 ? 8 : 4];
 #pragma unroll
-        for (int mi = 0; mi < 2; mi++) {
-            const uint8_t *tile = s + (2 * wm + mi) * Q::TB + 16 * lane;
+        for (int mi = 0; mi < MI; mi++) {
+            const uint8_t *tile = s + (MI * wm + mi) * Q::TB + 16 * lane;
             const uint4 v = *(const uint4 *)tile;
             pk[mi][0] = v.x, pk[mi][1] = v.y, pk[mi][2] = v.z, pk[mi][3] = v.w;
             if constexpr (FMT == I8_FMT_S8) {
@@ -264,35 +273,48 @@ __global__ void __launch_bounds__(32 * WM * WN) h16_gemm_kernel(const h16_args a
                 for (int j = 0; j < 8; j++) pk[mi][j] ^= 0x80808080u;
             }
         }
+        float dw[MI][2], mw[MI][2];
+        uint32_t d2[MI][2];
 #pragma unroll
         for (int kk = 0; kk < 4; kk++) {
             if (2 * st + (kk >> 1) >= a.nblk) break; /* the padding block of an odd nblk */
-            const int h = kk >> 1, c = kk & 1, sub = G == 32 ? h : kk;
-            const int wpos = sub * Q::BM + (wm >> 1) * 64 + 8 * g + 4 * (wm & 1);
-            const float4 dw4 = *(const float4 *)((const float *)(s + Q::OFF_DW) + wpos);
-            float4 mw4 = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-            if (MIN) mw4 = *(const float4 *)((const float *)(s + Q::OFF_MW) + wpos);
-            uint32_t A[2][4];
+            const int h = kk >> 1, c = kk & 1;
+            if (G == 16 || c == 0) { /* the scales of sub-block kk (G = 16) or h (G = 32) */
+                const int sub = G == 32 ? h : kk;
+                const float *sd = (const float *)(s + Q::OFF_DW) + sub * Q::BM + spos;
+                const float *sm = (const float *)(s + Q::OFF_MW) + sub * Q::BM + spos;
 #pragma unroll
-            for (int mi = 0; mi < 2; mi++) {
-                const float dw[2] = {mi ? dw4.z : dw4.x, mi ? dw4.w : dw4.y};
-                const float mw[2] = {mi ? mw4.z : mw4.x, mi ? mw4.w : mw4.y};
-                uint32_t d2[2] = {0, 0};
-                if (MODE == H16_HMUL) d2[0] = h2_splat(dw[0]), d2[1] = h2_splat(dw[1]);
+                for (int q = 0; q < MI / 2; q++) {
+                    const float4 d4 = *(const float4 *)(sd + 4 * q);
+                    dw[2 * q][0] = d4.x, dw[2 * q][1] = d4.y, dw[2 * q + 1][0] = d4.z, dw[2 * q + 1][1] = d4.w;
+                    if (MIN) {
+                        const float4 m4 = *(const float4 *)(sm + 4 * q);
+                        mw[2 * q][0] = m4.x, mw[2 * q][1] = m4.y, mw[2 * q + 1][0] = m4.z, mw[2 * q + 1][1] = m4.w;
+                    }
+                }
+#pragma unroll
+                for (int mi = 0; mi < MI; mi++) {
+                    if (!MIN) mw[mi][0] = mw[mi][1] = 0.0f;
+                    if (MODE == H16_HMUL) d2[mi][0] = h2_splat(dw[mi][0]), d2[mi][1] = h2_splat(dw[mi][1]);
+                    else d2[mi][0] = d2[mi][1] = 0;
+                }
+            }
+            uint32_t A[MI][4];
+#pragma unroll
+            for (int mi = 0; mi < MI; mi++) {
                 const int jw = FMT == I8_FMT_S8 ? 4 * h + 2 * c : 2 * c;
                 if (FMT != I8_FMT_S8 && h == 1)
-                    h16_fragment<FMT, MODE, MIN, true>(pk[mi][jw], pk[mi][jw + 1], dw, mw, d2, A[mi]);
+                    h16_fragment<FMT, MODE, MIN, true>(pk[mi][jw], pk[mi][jw + 1], dw[mi], mw[mi], d2[mi], A[mi]);
                 else
-                    h16_fragment<FMT, MODE, MIN, false>(pk[mi][jw], pk[mi][jw + 1], dw, mw, d2, A[mi]);
+                    h16_fragment<FMT, MODE, MIN, false>(pk[mi][jw], pk[mi][jw + 1], dw[mi], mw[mi], d2[mi], A[mi]);
             }
 #pragma unroll
             for (int p = 0; p < NI / 2; p++) {
                 uint32_t b[4];
-                i8_ldsm_x4(b[0], b[1], b[2], b[3],
-                           s + Q::OFF_X + (wn * 8 * NI + 16 * p + ((lane >> 4) & 1) * 8 + (lane & 7)) * H16_XROW +
-                               32 * kk + ((lane >> 3) & 1) * 16);
+                h16_ldsm_x4(b, s + Q::OFF_X + (wn * 8 * NI + 16 * p + ((lane >> 4) & 1) * 8 + (lane & 7)) * H16_XROW +
+                                   32 * kk + ((lane >> 3) & 1) * 16);
 #pragma unroll
-                for (int mi = 0; mi < 2; mi++) {
+                for (int mi = 0; mi < MI; mi++) {
                     h16_mma(A[mi], b[0], b[1], acc[mi][2 * p]);
                     h16_mma(A[mi], b[2], b[3], acc[mi][2 * p + 1]);
                 }
@@ -302,15 +324,16 @@ __global__ void __launch_bounds__(32 * WM * WN) h16_gemm_kernel(const h16_args a
     i8_wait<0>();
 
     const int t = lane & 3;
+    float *out = a.out + (int64_t)blockIdx.z * a.zs;
 #pragma unroll
-    for (int mi = 0; mi < 2; mi++)
+    for (int mi = 0; mi < MI; mi++)
 #pragma unroll
         for (int ni = 0; ni < NI; ni++)
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                const int64_t i = i0 + wm * 32 + 16 * mi + 8 * (e >> 1) + g;
+                const int64_t i = i0 + rows0 + 16 * mi + 8 * (e >> 1) + g;
                 const int64_t j = j0 + wn * 8 * NI + 8 * ni + 2 * t + (e & 1);
-                if (i < a.m && j < a.nc) a.y[j * a.ldy + i] = acc[mi][ni][e];
+                if (i < a.m && j < a.nc) out[j * a.ldo + i] = acc[mi][ni][e];
             }
 }
 
@@ -318,74 +341,109 @@ __global__ void __launch_bounds__(32 * WM * WN) h16_gemm_kernel(const h16_args a
  * Host
  * ------------------------------------------------------------------------------------- */
 
-/* Tile configurations: warps along W rows, along X rows, MMA tiles of 8 X rows per warp. */
-static const int k_h16_cfg[][3] = {{2, 2, 8}, {4, 2, 8}, {4, 1, 8}, {2, 2, 4}};
-#define H16_NCFG 4
+/* Tile configurations {WM, WN, MI, NI} (warps along W rows and X rows, MMA tiles per warp) and
+ * the kernel-time model the choice uses: per configuration the rate of a fully loaded SM
+ * (outputs x k per microsecond, r_fma) and the time of one pipeline stage of a CTA alone on its
+ * SM (lat_us). */
+struct h16_cfg {
+    int wm, wn, mi, ni;
+    double r_fma, lat_us;
+};
+static const h16_cfg k_h16_cfg[] = {
+    {2, 2, 2, 8, 1.1e6, 0.45}, /* 64 x 128 */
+    {4, 1, 2, 8, 1.1e6, 0.45}, /* 128 x 64 */
+    {2, 2, 2, 4, 1.0e6, 0.45}, /* 64 x 64 */
+    {2, 1, 4, 8, 1.5e6, 0.45}, /* 128 x 64, 2 warps of 64 x 64 */
+    {2, 2, 4, 8, 1.5e6, 0.45}, /* 128 x 128 */
+    {1, 2, 4, 8, 1.5e6, 0.45}, /* 64 x 128, 2 warps */
+};
+#define H16_NCFG ((int)(sizeof k_h16_cfg / sizeof k_h16_cfg[0]))
+/* Partials of split-k (beyond them: no split). */
+#define H16_PARTIAL_BYTES ((size_t)16 << 20)
 
-static int g_h16_cfg = -1;
-extern "C" void qmm_cuda_half_force(int cfg) { g_h16_cfg = cfg >= 0 && cfg < H16_NCFG ? cfg : -1; }
-
-/* X in f16 for one chunk of QMM_CUDA_X_CHUNK rows (n_pad = rows rounded up to 128). */
-extern "C" size_t qmm_cuda_half_workspace_bytes(int64_t k) {
-    return (size_t)QMM_CUDA_X_CHUNK * (size_t)qmm_cuda_int8_pad(k) * sizeof(uint16_t);
+static int g_h16_cfg = -1, g_h16_split = -1;
+extern "C" void qmm_cuda_half_force(int cfg, int split) {
+    g_h16_cfg = cfg >= 0 && cfg < H16_NCFG ? cfg : -1;
+    g_h16_split = split >= 1 && split <= 16 ? split : -1;
 }
 
+static size_t h16_x_bytes(int64_t k) {
+    return ((size_t)QMM_CUDA_X_CHUNK * (size_t)qmm_cuda_int8_pad(k) * sizeof(uint16_t) + 255) / 256 * 256;
+}
+
+/* X in f16 for one chunk of QMM_CUDA_X_CHUNK rows, then the split-k partials. */
+extern "C" size_t qmm_cuda_half_workspace_bytes(int64_t k) { return h16_x_bytes(k) + H16_PARTIAL_BYTES; }
+
 template <int G, bool MIN, int FMT, int MODE> struct h16_kernels {
-    template <int WM, int WN, int NI> static cudaError_t gemm1(const h16_args &a, cudaStream_t s) {
-        typedef h16_geom<G, MIN, FMT, WM, WN, NI> Q;
+    template <int WM, int WN, int MI, int NI> static cudaError_t gemm1(const h16_args &a, int nz, cudaStream_t s) {
+        typedef h16_geom<G, MIN, FMT, WM, WN, MI, NI> Q;
         static unsigned long long done = 0;
-        cudaError_t e = i8_smem_attr(h16_gemm_kernel<G, MIN, FMT, MODE, WM, WN, NI>, Q::SMEM, &done);
+        cudaError_t e = i8_smem_attr(h16_gemm_kernel<G, MIN, FMT, MODE, WM, WN, MI, NI>, Q::SMEM, &done);
         if (e != cudaSuccess) return e;
-        const dim3 grid((unsigned)((a.m + Q::BM - 1) / Q::BM), (unsigned)((a.nc + Q::BN - 1) / Q::BN));
-        h16_gemm_kernel<G, MIN, FMT, MODE, WM, WN, NI><<<grid, Q::THREADS, Q::SMEM, s>>>(a);
+        const dim3 grid((unsigned)((a.m + Q::BM - 1) / Q::BM), (unsigned)((a.nc + Q::BN - 1) / Q::BN), (unsigned)nz);
+        h16_gemm_kernel<G, MIN, FMT, MODE, WM, WN, MI, NI><<<grid, Q::THREADS, Q::SMEM, s>>>(a);
         return cudaGetLastError();
     }
-    static cudaError_t gemm(int cfg, const h16_args &a, cudaStream_t s) {
+    static cudaError_t gemm(int cfg, const h16_args &a, int nz, cudaStream_t s) {
         switch (cfg) {
-        case 0: return gemm1<2, 2, 8>(a, s);
-        case 1: return gemm1<4, 2, 8>(a, s);
-        case 2: return gemm1<4, 1, 8>(a, s);
-        default: return gemm1<2, 2, 4>(a, s);
+        case 0: return gemm1<2, 2, 2, 8>(a, nz, s);
+        case 1: return gemm1<4, 1, 2, 8>(a, nz, s);
+        case 2: return gemm1<2, 2, 2, 4>(a, nz, s);
+        case 3: return gemm1<2, 1, 4, 8>(a, nz, s);
+        case 4: return gemm1<2, 2, 4, 8>(a, nz, s);
+        default: return gemm1<1, 2, 4, 8>(a, nz, s);
         }
     }
 };
 
 template <int T> struct h16_launch {
-    static void run(int cfg, const h16_args *a, cudaStream_t s, cudaError_t *e) {
+    static void run(int cfg, const h16_args *a, int nz, cudaStream_t s, cudaError_t *e) {
         typedef qmm_cuda_type<T> D;
         if constexpr (!D::int8) {
             *e = cudaErrorInvalidValue;
         } else {
-            *e = h16_kernels<D::int8_sub_block, D::int8_min, i8_fmt<T>::v, h16_mode<T>::v>::gemm(cfg, *a, s);
+            *e = h16_kernels<D::int8_sub_block, D::int8_min, i8_fmt<T>::v, h16_mode<T>::v>::gemm(cfg, *a, nz, s);
         }
     }
 };
 
-/* The configuration with the least modelled time: waves of CTAs (a 4-warp CTA: 2 per SM, an
- * 8-warp CTA: 1) times the CTA's padded outputs, plus a per-tile overhead. Any choice gives the
- * same bits. */
-static int h16_choose(int64_t m, int64_t nc) {
+/* The configuration and split with the least modelled time: the busiest SM's share of the
+ * work at the configuration's rate, or, where CTAs are fewer than SMs, the chain of stages of
+ * one CTA, plus the partials' traffic and the reduce launch of a split. A split changes the
+ * sum's grouping (partials added in split order), so it is 1 when `invariant`; the tile never
+ * changes a result. */
+static void h16_choose(int64_t m, int64_t nc, int nst, bool invariant, bool split_room, int *cfg, int *split) {
     const int sms = i8_sms();
     double best = 1e300;
-    int cfg = 0;
+    *cfg = 0;
+    *split = 1;
     for (int c = 0; c < H16_NCFG; c++) {
-        const int wm = k_h16_cfg[c][0], wn = k_h16_cfg[c][1], ni = k_h16_cfg[c][2];
-        const int64_t bm = 32 * wm, bn = 8 * ni * wn, per_sm = wm * wn <= 4 ? 2 : 1;
+        const h16_cfg &q = k_h16_cfg[c];
+        const int64_t bm = 16 * q.mi * q.wm, bn = 8 * q.ni * q.wn;
         const int64_t tiles = ((m + bm - 1) / bm) * ((nc + bn - 1) / bn);
-        const double waves = (double)((tiles + sms * per_sm - 1) / (sms * per_sm));
-        const double t = waves * (double)(bm * bn) * per_sm * (1.0 + 16.0 / bm + 16.0 / bn);
-        if (t < best) best = t, cfg = c;
+        for (int sp = 1; sp <= (invariant || !split_room ? 1 : 8); sp *= 2) {
+            if (sp > nst || (sp > 1 && (size_t)sp * (size_t)(m * nc) * sizeof(float) > H16_PARTIAL_BYTES)) break;
+            const int64_t units = tiles * sp, stages = (nst + sp - 1) / sp;
+            const double per_sm = (double)((units + sms - 1) / sms);
+            double t = per_sm * (double)stages * (double)(bm * bn * H16_BK) / q.r_fma;
+            const double chain = (double)stages * q.lat_us;
+            if (chain > t) t = chain;
+            if (sp > 1) t += (double)(sp + 1) * (double)(m * nc) * 4.0 / 3.0e6 + 1.5;
+            if (t < best) best = t, *cfg = c, *split = sp;
+        }
     }
-    return cfg;
 }
 
 extern "C" cudaError_t qmm_cuda_half_matmul(int type, const void *wq, const float *wd, const float *wm,
                                             int64_t m, int64_t k, int64_t n, const float *x, int64_t ldx,
-                                            float *y, int64_t ldy, void *workspace, cudaStream_t stream) {
+                                            float *y, int64_t ldy, bool invariant, void *workspace,
+                                            cudaStream_t stream) {
     if (!qmm_cuda_int8_has_type(type)) return cudaErrorInvalidValue;
     const int64_t m_pad = qmm_cuda_int8_pad(m), k_pad = qmm_cuda_int8_pad(k);
     if ((m + 63) / 64 > 0x7FFFFFFF) return cudaErrorInvalidConfiguration;
     uint16_t *x16 = (uint16_t *)workspace;
+    float *part = (float *)((uint8_t *)workspace + h16_x_bytes(k));
+    const int nblk = (int)(k / 32), nst = (nblk + 1) / 2;
     for (int64_t t0 = 0; t0 < n; t0 += QMM_CUDA_X_CHUNK) {
         const int64_t nc = n - t0 < QMM_CUDA_X_CHUNK ? n - t0 : QMM_CUDA_X_CHUNK;
         const int64_t n_pad = qmm_cuda_int8_pad(nc);
@@ -394,21 +452,36 @@ extern "C" cudaError_t qmm_cuda_half_matmul(int type, const void *wq, const floa
         h16_x_kernel<<<(unsigned)blocks, (unsigned)tb, 0, stream>>>(x + t0 * ldx, nc, n_pad, k, ldx, k_pad, x16);
         cudaError_t e = cudaGetLastError();
         if (e != cudaSuccess) return e;
+        int cfg = 0, split = 1;
+        h16_choose(m, nc, nst, invariant, true, &cfg, &split);
+        if (g_h16_cfg >= 0) cfg = g_h16_cfg;
+        if (g_h16_split >= 1 && !invariant) split = g_h16_split;
+        if (split > nst || (size_t)split * (size_t)(m * nc) * sizeof(float) > H16_PARTIAL_BYTES) split = 1;
+        float *yc = y + t0 * ldy;
         h16_args a;
         a.wq = (const uint8_t *)wq;
         a.wd = wd;
         a.wm = wm;
         a.x16 = x16;
-        a.y = y + t0 * ldy;
-        a.ldy = ldy;
+        a.out = split > 1 ? part : yc;
+        a.ldo = split > 1 ? m : ldy;
+        a.zs = split > 1 ? m * nc : 0;
         a.m = m;
         a.m_pad = m_pad;
         a.nc = nc;
         a.k_pad = k_pad;
-        a.nblk = (int)(k / 32);
-        const int cfg = g_h16_cfg >= 0 ? g_h16_cfg : h16_choose(m, nc);
-        if (!qmm_cuda_dispatch_type<h16_launch>(type, cfg, &a, stream, &e)) return cudaErrorInvalidValue;
+        a.nblk = nblk;
+        a.sps = (nst + split - 1) / split;
+        const int nz = (nst + a.sps - 1) / a.sps;
+        if (!qmm_cuda_dispatch_type<h16_launch>(type, cfg, &a, nz, stream, &e)) return cudaErrorInvalidValue;
         if (e != cudaSuccess) return e;
+        if (nz > 1) {
+            const int64_t outs = m * nc, rb = 256;
+            i8_reduce_kernel<<<(unsigned)((outs + rb - 1) / rb), (unsigned)rb, 0, stream>>>(part, m * nc, nz, m, nc, yc,
+                                                                                            ldy);
+            e = cudaGetLastError();
+            if (e != cudaSuccess) return e;
+        }
     }
     return cudaSuccess;
 }

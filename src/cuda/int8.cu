@@ -821,17 +821,6 @@ __global__ void __launch_bounds__(32 * I8_SKINNY_WARPS) i8_skinny_kernel(const i
     }
 }
 
-/* Split-k: y[j][i] = p_0 + p_1 + ... (in chunk order) of the partials ws[z * zs + j * m + i]. */
-__global__ void i8_reduce_kernel(const float *__restrict__ ws, int64_t zs, int nz, int64_t m, int64_t nc,
-                                 float *__restrict__ y, int64_t ldy) {
-    const int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx >= m * nc) return;
-    const int64_t j = idx / m, i = idx - j * m;
-    float v = ws[idx];
-    for (int z = 1; z < nz; z++) v = __fadd_rn(v, ws[z * zs + idx]);
-    y[j * ldy + i] = v;
-}
-
 /* ---------------------------------------------------------------------------------------
  * Host: kernel choice and launch
  * ------------------------------------------------------------------------------------- */

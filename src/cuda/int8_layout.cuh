@@ -63,3 +63,13 @@ static inline int i8_sms(void) {
     return cached[dev];
 }
 
+/* Split-k: y[j][i] = p_0 + p_1 + ... (in split order) of the partials ws[z * zs + j * m + i]. */
+static __global__ void i8_reduce_kernel(const float *__restrict__ ws, int64_t zs, int nz, int64_t m, int64_t nc,
+                                 float *__restrict__ y, int64_t ldy) {
+    const int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= m * nc) return;
+    const int64_t j = idx / m, i = idx - j * m;
+    float v = ws[idx];
+    for (int z = 1; z < nz; z++) v = __fadd_rn(v, ws[z * zs + idx]);
+    y[j * ldy + i] = v;
+}
