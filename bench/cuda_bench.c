@@ -14,10 +14,12 @@
  *
  * Build (bench/gpu_run.sh does this): nvcc -O2 -o cuda_bench bench/cuda_bench.c -Iinclude
  *   <build>/libqmm.a -lcublas -lcublasLt -lnvrtc -lopenblas -lcjson -lgomp -lm
- * Usage: cuda_bench [--quick] [--types T,T..] [--ns N,N..] [--strategies S,S..] [--decode-only] [--no-decode]
+ * Usage: cuda_bench [--quick] [--types T,T..] [--ns N,N..] [--strategies S,S..] [--shapes MxK,..]
+ *                   [--decode-only] [--no-decode]
  *                   [--int8-sweep] [--fused-sweep] [--rotate-w R]
  *   --quick: first shape only; --types / --ns / --strategies: subsets (default
- *   q4_0,q4_K,q6_K,f16; 1,8,512,2048; every strategy and auto); --decode-only: only the two
+ *   q4_0,q4_K,q6_K,f16; 1,8,512,2048; every strategy and auto); --shapes: instead of the LFM
+ *   shapes; --decode-only: only the two
  *   large n = 1 shapes; --no-decode: without them; --int8-sweep: int8 also with each forced GEMM tile configuration and
  *   split (qmm_cuda_int8_force; rows "int8[cC sS]", each verified; n <= 8: the split only);
  *   --fused-sweep: fused also with each forced tile configuration C of its kernel on the int8
@@ -227,6 +229,15 @@ static int parse_strategy(const char *s, void *out, int i) {
     return qmm_strategy_from_name(s, &((qmm_strategy *)out)[i]) == QMM_OK;
 }
 
+static int parse_shape(const char *s, void *out, int i) {
+    long long m, k;
+    char extra;
+    if (sscanf(s, "%lldx%lld%c", &m, &k, &extra) != 2 || m < 1 || k < 1 || m > (1 << 20) || k > (1 << 20)) return 0;
+    ((int64_t(*)[2])out)[i][0] = m;
+    ((int64_t(*)[2])out)[i][1] = k;
+    return 1;
+}
+
 static int parse_n(const char *s, void *out, int i) {
     char *end;
     const long long v = strtoll(s, &end, 10);
@@ -241,12 +252,17 @@ int main(int argc, char **argv) {
     int n_types = 4;
     int64_t ns[16] = {1, 8, 512, 2048};
     int n_ns = 4;
+    int64_t shapes[16][2];
+    int n_shapes = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--quick") == 0) quick = 1;
         else if (strcmp(argv[i], "--decode-only") == 0) decode_only = 1;
         else if (strcmp(argv[i], "--no-decode") == 0) no_decode = 1;
         else if (strcmp(argv[i], "--int8-sweep") == 0) g_int8_sweep = 1;
         else if (strcmp(argv[i], "--fused-sweep") == 0) g_fused_sweep = 1;
+        else if (strcmp(argv[i], "--shapes") == 0 && i + 1 < argc &&
+                 (n_shapes = parse_list(argv[++i], 16, parse_shape, shapes)) > 0) {
+        }
         else if (strcmp(argv[i], "--rotate-w") == 0 && i + 1 < argc && atoi(argv[i + 1]) >= 1 &&
                  atoi(argv[i + 1]) <= MAX_ROTATE) g_rotate_w = atoi(argv[++i]);
         else if (strcmp(argv[i], "--types") == 0 && i + 1 < argc &&
@@ -257,7 +273,7 @@ int main(int argc, char **argv) {
                    (n_ns = parse_list(argv[++i], 16, parse_n, ns)) > 0) {
         } else {
             fprintf(stderr, "usage: cuda_bench [--quick] [--types T,T..] [--ns N,N..] [--strategies S,S..] "
-                            "[--decode-only] [--no-decode] [--int8-sweep] [--fused-sweep] [--rotate-w R]\n");
+                            "[--shapes MxK,..] [--decode-only] [--no-decode] [--int8-sweep] [--fused-sweep] [--rotate-w R]\n");
             return 2;
         }
     }
@@ -267,12 +283,16 @@ int main(int argc, char **argv) {
     p.cuda_stream = g_stream;
     qmm_context *ctx;
     CHECK(qmm_context_create(&p, &ctx));
-    const int64_t shapes[][2] = {{4608, 1024}, {1024, 4608}, {3072, 1024}, {1024, 1024}, {512, 1024}};
+    if (n_shapes == 0) {
+        const int64_t lfm[][2] = {{4608, 1024}, {1024, 4608}, {3072, 1024}, {1024, 1024}, {512, 1024}};
+        memcpy(shapes, lfm, sizeof lfm);
+        n_shapes = 5;
+    }
     const int64_t decode_shapes[][2] = {{4096, 14336}, {14336, 4096}};
     printf("type      m     k    n strategy                 stream-us  graph-us\n");
     for (int ti = 0; ti < n_types; ti++) {
         if (!decode_only)
-            for (size_t si = 0; si < (quick ? 1 : sizeof shapes / sizeof shapes[0]); si++)
+            for (int si = 0; si < (quick ? 1 : n_shapes); si++)
                 for (int ni = 0; ni < n_ns; ni++) run_case(ctx, types[ti], shapes[si][0], shapes[si][1], ns[ni]);
         if (!quick && !no_decode)
             for (size_t si = 0; si < 2; si++) run_case(ctx, types[ti], decode_shapes[si][0], decode_shapes[si][1], 1);

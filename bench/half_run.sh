@@ -7,18 +7,20 @@
 # the runtime libraries from .deps/*.deb (docs/CUDA.md "The GPU run script"). ggml's CUDA
 # backend as the peer, when .carry/ggml.tar.xz holds ggml_mmbench and its libraries
 # (../shared/peer/README.md; built outside the repository).
-# HALF_STEPS (default "tests prefill peer sanitize full"):
+# HALF_STEPS (default "tests sweep prefill peer sanitize full"):
 #   tests     test_cuda: the fused-repack test and the residency, cache-policy, graph,
 #             batch-invariance and out-of-memory tests that fused's copy touches
-#   prefill   cuda_bench on the LFM shapes: fused with every forced tile configuration and
-#             split, int8 and cached_f16 (cuBLAS f16) for q4_0, q4_K at n = 64, 512; then fused
-#             (its own choice), int8, cached_f16 for q4_0, q4_K, q6_K, q8_0 at n = 16, 64, 512, 2048
+#   sweep     cuda_bench on the LFM shapes: fused with every forced tile configuration and
+#             split, int8 and cached_f16 (cuBLAS f16) for SWEEP_TYPES (q4_0,q4_K) at n = 64, 512
+#   prefill   fused (its own choice), int8, cached_f16 for q4_0, q4_K, q6_K, q8_0 at n = 16, 64,
+#             512, 2048
 #   peer      ggml_mmbench -B CUDA0 -G 100 on the same shapes, types and n
+#   ncu       Nsight Compute sections of the GEMM kernel: q4_0 4608x1024 n = 512, 1024x1024 n = 64
 #   sanitize  memcheck and racecheck over the quick fused-repack test
 #   full      the whole test_cuda, then test_conformance on the CUDA backend
 # HALF_END (a date +%s time, default 540 s from the start): a step starts only with 15 s left.
 set -uo pipefail
-steps=" ${HALF_STEPS:-tests prefill peer sanitize full} "
+steps=" ${HALF_STEPS:-tests sweep prefill peer sanitize full} "
 T0=$(date +%s)
 END=${HALF_END:-$((T0 + 540))}
 OUT=${OUT:-$PWD/out}
@@ -53,10 +55,12 @@ if step tests; then
     echo "test_cuda $f rc=$?"; summary "$L/test_cuda_$f.log" 6
   done
 fi
-if step prefill; then
-  timeout "$(lim 200)" "$B" --types q4_0,q4_K --ns 64,512 --strategies fused,int8,cached_f16 --fused-sweep \
+if step sweep; then
+  timeout "$(lim 200)" "$B" --types ${SWEEP_TYPES:-q4_0,q4_K} --ns 64,512 --strategies fused,int8,cached_f16 --fused-sweep \
     --no-decode > "$L/bench_sweep.log" 2>&1
   echo "sweep rc=$?"; cat "$L/bench_sweep.log"
+fi
+if step prefill; then
   timeout "$(lim 150)" "$B" --types q4_0,q4_K,q6_K,q8_0 --ns 16,64,512,2048 --strategies fused,int8,cached_f16 \
     --no-decode > "$L/bench_prefill.log" 2>&1
   echo "prefill rc=$?"; cat "$L/bench_prefill.log"
@@ -72,6 +76,16 @@ if step peer; then
   else
     echo "no .carry/ggml.tar.xz: ggml not measured"
   fi
+fi
+if step ncu; then
+  NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+  for c in "4608x1024 512" "1024x1024 64"; do
+    timeout "$(lim 90)" "$NCU" --kernel-name regex:h16_gemm --launch-skip 2 --launch-count 1 --section SpeedOfLight \
+      --section WarpStateStats --section Occupancy --section LaunchStats --section SchedulerStats \
+      --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis "$B" --types q4_0 --shapes "${c% *}" \
+      --ns "${c#* }" --strategies fused --no-decode > "$L/ncu_${c% *}_${c#* }.log" 2>&1
+    echo "ncu $c rc=$?"; grep -vE "^==PROF==|^ *$|^-+$" "$L/ncu_${c% *}_${c#* }.log" | cut -c1-110 | head -90
+  done
 fi
 if step sanitize; then
   for tool in memcheck racecheck; do

@@ -212,25 +212,32 @@ __global__ void __launch_bounds__(32 * WM * WN) h16_gemm_kernel(const h16_args a
     const int64_t mt16 = a.m_pad / 16;
 
     /* The 16-byte copies of stage st into slot: W tiles (one linear run), X rows, W scales,
-     * W mins; addresses from per-stage bases (no per-copy registers). */
-    constexpr int NWC = Q::W_BYTES / 16, NXC = Q::BN * 8, NDW = Q::NS * Q::BM / 4;
-    const int64_t xrow = 2 * a.k_pad; /* bytes per X row */
-    const uint8_t *const xbase = (const uint8_t *)(a.x16 + j0 * a.k_pad);
+     * W mins. Fixed trip counts (unrolled); addresses from a per-stage base plus offsets that
+     * are constants or formed once per thread (no per-copy registers). */
+    constexpr int T = Q::THREADS, NWC = Q::W_BYTES / 16, NXC = Q::BN * 8, NSC = Q::NS * Q::BM / 4 * (MIN ? 2 : 1);
+    static_assert(T % 8 == 0, "whole X rows per pass");
+    const int64_t xrow = 2 * a.k_pad, xstep = (T / 8) * xrow; /* bytes per X row, per pass */
+    const uint8_t *const xsrc = (const uint8_t *)(a.x16 + j0 * a.k_pad) + (tid >> 3) * xrow + 16 * (tid & 7);
+    const int xdst = Q::OFF_X + (tid >> 3) * H16_XROW + 16 * (tid & 7);
     auto load = [&](int slot, int st) {
         uint8_t *s = h16_smem + slot * Q::STAGE;
-        const uint8_t *wb = a.wq + ((int64_t)st * mt16 + i0 / 16) * Q::TB;
+        const uint8_t *wb = a.wq + ((int64_t)st * mt16 + i0 / 16) * Q::TB + 16 * tid;
 #pragma unroll
-        for (int c = tid; c < NWC; c += Q::THREADS) i8_cp16(s + 16 * c, wb + 16 * c);
-        const uint8_t *xb = xbase + 2 * H16_BK * (int64_t)st;
+        for (int it = 0; it < (NWC + T - 1) / T; it++)
+            if (NWC % T == 0 || tid + it * T < NWC) i8_cp16(s + 16 * tid + 16 * T * it, wb + 16 * T * it);
+        const uint8_t *xb = xsrc + 2 * H16_BK * (int64_t)st;
 #pragma unroll
-        for (int c = tid; c < NXC; c += Q::THREADS)
-            i8_cp16(s + Q::OFF_X + (c >> 3) * H16_XROW + 16 * (c & 7), xb + (c >> 3) * xrow + 16 * (c & 7));
+        for (int it = 0; it < (NXC + T - 1) / T; it++)
+            if (NXC % T == 0 || tid + it * T < NXC) i8_cp16(s + xdst + it * (T / 8) * H16_XROW, xb + it * xstep);
 #pragma unroll
-        for (int c = tid; c < NDW * (MIN ? 2 : 1); c += Q::THREADS) {
-            const bool mins = c >= NDW;
-            const int cc = mins ? c - NDW : c, sub = cc / (Q::BM / 4), col = 4 * (cc % (Q::BM / 4));
-            const float *src = (mins ? a.wm : a.wd) + ((int64_t)st * Q::NS + sub) * a.m_pad + i0 + col;
-            i8_cp16(s + (mins ? Q::OFF_MW : Q::OFF_DW) + 4 * (sub * Q::BM + col), src);
+        for (int it = 0; it < (NSC + T - 1) / T; it++) {
+            const int c = tid + it * T;
+            if (NSC % T == 0 || c < NSC) {
+                const bool mins = MIN && c >= NSC / 2;
+                const int cc = mins ? c - NSC / 2 : c, sub = cc / (Q::BM / 4), col = 4 * (cc % (Q::BM / 4));
+                const float *src = (mins ? a.wm : a.wd) + ((int64_t)st * Q::NS + sub) * a.m_pad + i0 + col;
+                i8_cp16(s + (mins ? Q::OFF_MW : Q::OFF_DW) + 4 * (sub * Q::BM + col), src);
+            }
         }
     };
 
