@@ -27,7 +27,7 @@
  * then the 8 odd ones (h16_x_kernel), and B is loaded by ldmatrix as for a plain row.
  *
  * Kernel: CTA of WM x WN warps, warp tile 16*MI W rows x 8*NI X rows (MI x NI MMA tiles), k in
- * stages of 64 columns through a 4-stage cp.async pipeline: the W tiles of the stage (one
+ * stages of 64 columns through a cp.async pipeline of S stages: the W tiles of the stage (one
  * linear run), the X rows (128 bytes, padded to 144 in shared memory: ldmatrix conflict-free),
  * the stage's W scales (and mins). An output's MMA chain does not depend on the tile, so the
  * tile choice (h16_choose, from m, n and k) never changes a result. Where the tiles are too
@@ -46,7 +46,6 @@
 #include "cuda/int8_layout.cuh"
 
 #define H16_BK 64                 /* columns per pipeline stage */
-#define H16_STAGES 4
 #define H16_XROW (H16_BK * 2 + 16) /* shared X row stride in bytes */
 
 /* ---------------------------------------------------------------------------------------
@@ -188,20 +187,20 @@ struct h16_args {
 };
 
 /* WM x WN warps, each MI x NI MMA tiles (16 W rows x 8 X rows each). */
-template <int G, bool MIN, int FMT, int WM, int WN, int MI, int NI> struct h16_geom {
+template <int G, bool MIN, int FMT, int WM, int WN, int MI, int NI, int S> struct h16_geom {
     static constexpr int BM = 16 * MI * WM, BN = 8 * NI * WN, THREADS = 32 * WM * WN, NS = H16_BK / G;
     static constexpr int TB = i8_tile_bytes<FMT>::v;
     static constexpr int W_BYTES = BM / 16 * TB, X_BYTES = BN * H16_XROW;
     static constexpr int OFF_X = W_BYTES, OFF_DW = OFF_X + X_BYTES, OFF_MW = OFF_DW + NS * BM * 4;
     static constexpr int STAGE = OFF_MW + (MIN ? NS * BM * 4 : 0);
-    static constexpr int SMEM = STAGE * H16_STAGES;
+    static constexpr int SMEM = STAGE * S;
     static_assert(STAGE % 16 == 0 && BM % 64 == 0 && 128 % BN == 0 && NI % 2 == 0 && (MI == 2 || MI == 4),
                   "stage alignment, 64-row scale groups, X rows within n_pad, warp rows of 32 or 64");
 };
 
-template <int G, bool MIN, int FMT, int MODE, int WM, int WN, int MI, int NI>
+template <int G, bool MIN, int FMT, int MODE, int WM, int WN, int MI, int NI, int S>
 __global__ void __launch_bounds__(32 * WM * WN) h16_gemm_kernel(const h16_args a) {
-    typedef h16_geom<G, MIN, FMT, WM, WN, MI, NI> Q;
+    typedef h16_geom<G, MIN, FMT, WM, WN, MI, NI, S> Q;
     extern __shared__ __align__(16) uint8_t h16_smem[];
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int g = lane >> 2;
@@ -255,16 +254,16 @@ __global__ void __launch_bounds__(32 * WM * WN) h16_gemm_kernel(const h16_args a
     const int spos = (rows0 & ~63) + 8 * g + (MI == 2 ? 4 * ((rows0 >> 5) & 1) : 0);
 
 #pragma unroll
-    for (int i = 0; i < H16_STAGES - 1; i++) {
+    for (int i = 0; i < S - 1; i++) {
         if (st0 + i < st1) load(i, st0 + i);
         i8_commit();
     }
     for (int st = st0; st < st1; st++) {
-        i8_wait<H16_STAGES - 2>();
+        i8_wait<S - 2>();
         __syncthreads(); /* stage st landed; every warp is done with the slot refilled next */
-        if (st + H16_STAGES - 1 < st1) load((st - st0 + H16_STAGES - 1) % H16_STAGES, st + H16_STAGES - 1);
+        if (st + S - 1 < st1) load((st - st0 + S - 1) % S, st + S - 1);
         i8_commit();
-        const uint8_t *s = h16_smem + ((st - st0) % H16_STAGES) * Q::STAGE;
+        const uint8_t *s = h16_smem + ((st - st0) % S) * Q::STAGE;
         /* the lane's quant words of its MI m16 tiles: nibbles 4 words (both 32-column halves),
          * s8 4 words per half */
         uint32_t pk[MI][FMT == I8_FMT_S8 ? 8 : 4];
@@ -348,22 +347,26 @@ __global__ void __launch_bounds__(32 * WM * WN) h16_gemm_kernel(const h16_args a
  * Host
  * ------------------------------------------------------------------------------------- */
 
-/* Tile configurations {WM, WN, MI, NI} (warps along W rows and X rows, MMA tiles per warp) and
- * the kernel-time model the choice uses: per configuration the rate of a fully loaded SM
- * (outputs x k per microsecond, r_fma) and the time of one pipeline stage of a CTA alone on its
- * SM (lat_us). */
+/* Tile configurations {WM, WN, MI, NI, S} (warps along W rows and X rows, MMA tiles per warp,
+ * pipeline stages). */
 struct h16_cfg {
-    int wm, wn, mi, ni;
-    double r_fma, lat_us;
+    int wm, wn, mi, ni, stages;
 };
 static const h16_cfg k_h16_cfg[] = {
-    {2, 2, 2, 8, 1.1e6, 0.45}, /* 64 x 128 */
-    {4, 1, 2, 8, 1.1e6, 0.45}, /* 128 x 64 */
-    {2, 2, 2, 4, 1.0e6, 0.45}, /* 64 x 64 */
-    {2, 1, 4, 8, 1.5e6, 0.45}, /* 128 x 64, 2 warps of 64 x 64 */
-    {2, 2, 4, 8, 1.5e6, 0.45}, /* 128 x 128 */
-    {1, 2, 4, 8, 1.5e6, 0.45}, /* 64 x 128, 2 warps */
+    {2, 2, 2, 8, 4}, /* 64 x 128 */
+    {4, 1, 2, 8, 4}, /* 128 x 64 */
+    {2, 2, 2, 4, 3}, /* 64 x 64 */
+    {2, 1, 4, 8, 4}, /* 128 x 64, 2 warps of 64 x 64 */
+    {2, 2, 4, 8, 4}, /* 128 x 128 */
+    {1, 2, 4, 8, 4}, /* 64 x 128, 2 warps */
 };
+/* The kernel-time model h16_choose uses (from the H200 sweep in
+ * bench/results/2026-12-02-h200-fused-repack.md, `bash bench/half_run.sh` step sweep): an SM
+ * with enough CTAs runs about H16_RATE multiply-adds per microsecond; a CTA alone takes about
+ * H16_STAGE_US per stage; a CTA pays about two stages of pipeline fill. */
+#define H16_RATE 0.7e6
+#define H16_STAGE_US 0.7
+#define H16_FILL 2
 #define H16_NCFG ((int)(sizeof k_h16_cfg / sizeof k_h16_cfg[0]))
 /* Partials of split-k (beyond them: no split). */
 #define H16_PARTIAL_BYTES ((size_t)16 << 20)
@@ -382,63 +385,82 @@ static size_t h16_x_bytes(int64_t k) {
 extern "C" size_t qmm_cuda_half_workspace_bytes(int64_t k) { return h16_x_bytes(k) + H16_PARTIAL_BYTES; }
 
 template <int G, bool MIN, int FMT, int MODE> struct h16_kernels {
-    template <int WM, int WN, int MI, int NI> static cudaError_t gemm1(const h16_args &a, int nz, cudaStream_t s) {
-        typedef h16_geom<G, MIN, FMT, WM, WN, MI, NI> Q;
+    template <int WM, int WN, int MI, int NI, int S>
+    static cudaError_t gemm1(const h16_args *a, int nz, int *per_sm, cudaStream_t s) {
+        typedef h16_geom<G, MIN, FMT, WM, WN, MI, NI, S> Q;
         static unsigned long long done = 0;
-        cudaError_t e = i8_smem_attr(h16_gemm_kernel<G, MIN, FMT, MODE, WM, WN, MI, NI>, Q::SMEM, &done);
+        static int resident[64]; /* CTAs per SM, per device */
+        auto kern = h16_gemm_kernel<G, MIN, FMT, MODE, WM, WN, MI, NI, S>;
+        cudaError_t e = i8_smem_attr(kern, Q::SMEM, &done);
         if (e != cudaSuccess) return e;
-        const dim3 grid((unsigned)((a.m + Q::BM - 1) / Q::BM), (unsigned)((a.nc + Q::BN - 1) / Q::BN), (unsigned)nz);
-        h16_gemm_kernel<G, MIN, FMT, MODE, WM, WN, MI, NI><<<grid, Q::THREADS, Q::SMEM, s>>>(a);
+        if (per_sm != NULL) { /* the occupancy query only */
+            int dev = 0;
+            e = cudaGetDevice(&dev);
+            if (e != cudaSuccess) return e;
+            if (dev < 0 || dev >= 64) return cudaErrorInvalidDevice;
+            if (resident[dev] == 0) e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident[dev], kern, Q::THREADS, Q::SMEM);
+            *per_sm = resident[dev] > 0 ? resident[dev] : 1;
+            return e;
+        }
+        const dim3 grid((unsigned)((a->m + Q::BM - 1) / Q::BM), (unsigned)((a->nc + Q::BN - 1) / Q::BN), (unsigned)nz);
+        kern<<<grid, Q::THREADS, Q::SMEM, s>>>(*a);
         return cudaGetLastError();
     }
-    static cudaError_t gemm(int cfg, const h16_args &a, int nz, cudaStream_t s) {
+    static cudaError_t gemm(int cfg, const h16_args *a, int nz, int *per_sm, cudaStream_t s) {
         switch (cfg) {
-        case 0: return gemm1<2, 2, 2, 8>(a, nz, s);
-        case 1: return gemm1<4, 1, 2, 8>(a, nz, s);
-        case 2: return gemm1<2, 2, 2, 4>(a, nz, s);
-        case 3: return gemm1<2, 1, 4, 8>(a, nz, s);
-        case 4: return gemm1<2, 2, 4, 8>(a, nz, s);
-        default: return gemm1<1, 2, 4, 8>(a, nz, s);
+        case 0: return gemm1<2, 2, 2, 8, 4>(a, nz, per_sm, s);
+        case 1: return gemm1<4, 1, 2, 8, 4>(a, nz, per_sm, s);
+        case 2: return gemm1<2, 2, 2, 4, 3>(a, nz, per_sm, s);
+        case 3: return gemm1<2, 1, 4, 8, 4>(a, nz, per_sm, s);
+        case 4: return gemm1<2, 2, 4, 8, 4>(a, nz, per_sm, s);
+        default: return gemm1<1, 2, 4, 8, 4>(a, nz, per_sm, s);
         }
     }
 };
 
+/* Launches configuration cfg, or (per_sm not NULL) only says how many of its CTAs fit an SM. */
 template <int T> struct h16_launch {
-    static void run(int cfg, const h16_args *a, int nz, cudaStream_t s, cudaError_t *e) {
+    static void run(int cfg, const h16_args *a, int nz, int *per_sm, cudaStream_t s, cudaError_t *e) {
         typedef qmm_cuda_type<T> D;
         if constexpr (!D::int8) {
             *e = cudaErrorInvalidValue;
         } else {
-            *e = h16_kernels<D::int8_sub_block, D::int8_min, i8_fmt<T>::v, h16_mode<T>::v>::gemm(cfg, *a, nz, s);
+            *e = h16_kernels<D::int8_sub_block, D::int8_min, i8_fmt<T>::v, h16_mode<T>::v>::gemm(cfg, a, nz, per_sm, s);
         }
     }
 };
 
-/* The configuration and split with the least modelled time: the busiest SM's share of the
- * work at the configuration's rate, or, where CTAs are fewer than SMs, the chain of stages of
- * one CTA, plus the partials' traffic and the reduce launch of a split. A split changes the
- * sum's grouping (partials added in split order), so it is 1 when `invariant`; the tile never
- * changes a result. */
-static void h16_choose(int64_t m, int64_t nc, int nst, bool invariant, bool split_room, int *cfg, int *split) {
+/* The configuration and split with the least modelled time: per SM, the larger of its share
+ * of the multiply-adds at H16_RATE and, for each round of resident CTAs, the chain of one
+ * CTA's stages (plus the pipeline fill); a split adds its partials' traffic and the reduce
+ * launch. A split changes the sum's grouping (partials added in split order), so it is 1 when
+ * `invariant`; the tile never changes a result. */
+static cudaError_t h16_choose(int type, int64_t m, int64_t nc, int nst, bool invariant, int *cfg, int *split) {
     const int sms = i8_sms();
     double best = 1e300;
     *cfg = 0;
     *split = 1;
     for (int c = 0; c < H16_NCFG; c++) {
         const h16_cfg &q = k_h16_cfg[c];
+        int per_sm = 1;
+        cudaError_t e = cudaSuccess;
+        if (!qmm_cuda_dispatch_type<h16_launch>(type, c, (const h16_args *)NULL, 0, &per_sm, (cudaStream_t)0, &e))
+            return cudaErrorInvalidValue;
+        if (e != cudaSuccess) return e;
         const int64_t bm = 16 * q.mi * q.wm, bn = 8 * q.ni * q.wn;
         const int64_t tiles = ((m + bm - 1) / bm) * ((nc + bn - 1) / bn);
-        for (int sp = 1; sp <= (invariant || !split_room ? 1 : 8); sp *= 2) {
+        for (int sp = 1; sp <= (invariant ? 1 : 16); sp *= 2) {
             if (sp > nst || (sp > 1 && (size_t)sp * (size_t)(m * nc) * sizeof(float) > H16_PARTIAL_BYTES)) break;
-            const int64_t units = tiles * sp, stages = (nst + sp - 1) / sp;
-            const double per_sm = (double)((units + sms - 1) / sms);
-            double t = per_sm * (double)stages * (double)(bm * bn * H16_BK) / q.r_fma;
-            const double chain = (double)stages * q.lat_us;
-            if (chain > t) t = chain;
+            const int64_t units = tiles * sp, stages = (nst + sp - 1) / sp + H16_FILL;
+            const double rounds = (double)((units + (int64_t)sms * per_sm - 1) / ((int64_t)sms * per_sm));
+            const double work = (double)units / sms * (double)stages * (double)(bm * bn * 64) / H16_RATE;
+            double t = rounds * (double)stages * H16_STAGE_US;
+            if (work > t) t = work;
             if (sp > 1) t += (double)(sp + 1) * (double)(m * nc) * 4.0 / 3.0e6 + 1.5;
             if (t < best) best = t, *cfg = c, *split = sp;
         }
     }
+    return cudaSuccess;
 }
 
 extern "C" cudaError_t qmm_cuda_half_matmul(int type, const void *wq, const float *wd, const float *wm,
@@ -460,7 +482,8 @@ extern "C" cudaError_t qmm_cuda_half_matmul(int type, const void *wq, const floa
         cudaError_t e = cudaGetLastError();
         if (e != cudaSuccess) return e;
         int cfg = 0, split = 1;
-        h16_choose(m, nc, nst, invariant, true, &cfg, &split);
+        e = h16_choose(type, m, nc, nst, invariant, &cfg, &split);
+        if (e != cudaSuccess) return e;
         if (g_h16_cfg >= 0) cfg = g_h16_cfg;
         if (g_h16_split >= 1 && !invariant) split = g_h16_split;
         if (split > nst || (size_t)split * (size_t)(m * nc) * sizeof(float) > H16_PARTIAL_BYTES) split = 1;
@@ -480,7 +503,8 @@ extern "C" cudaError_t qmm_cuda_half_matmul(int type, const void *wq, const floa
         a.nblk = nblk;
         a.sps = (nst + split - 1) / split;
         const int nz = (nst + a.sps - 1) / a.sps;
-        if (!qmm_cuda_dispatch_type<h16_launch>(type, cfg, &a, nz, stream, &e)) return cudaErrorInvalidValue;
+        if (!qmm_cuda_dispatch_type<h16_launch>(type, cfg, (const h16_args *)&a, nz, (int *)NULL, stream, &e))
+            return cudaErrorInvalidValue;
         if (e != cudaSuccess) return e;
         if (nz > 1) {
             const int64_t outs = m * nc, rb = 256;
