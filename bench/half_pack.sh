@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# half_pack.sh — on the development machine: builds test_cuda, test_conformance and
+# half_pack.sh — on the development machine: builds test_cuda, test_conformance, qmm and
 # bench/cuda_bench for sm_90a in $BUILD (default /tmp/qmm-h200) and packs them, stripped, as
 # .carry/bins.tar.xz (with the commit they were built from) for bench/half_run.sh on the GPU
 # machine; with GGML_BUILD set (a ggml build with -DGGML_CUDA=ON, outside the repository) and
@@ -9,11 +9,11 @@ set -euo pipefail
 BUILD=${BUILD:-/tmp/qmm-h200}
 [ -f "$BUILD/CMakeCache.txt" ] || cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_CUDA_ARCHITECTURES=90a -DQMM_CUDA=ON -DQMM_WEBGPU=OFF > /dev/null
-cmake --build "$BUILD" -j2 --target test_cuda test_conformance qmm_static
+cmake --build "$BUILD" -j2 --target test_cuda test_conformance qmm_static qmm_cli
 nvcc -O2 -Xcompiler -fopenmp -o "$BUILD/cuda_bench" bench/cuda_bench.c -Iinclude "$BUILD/libqmm.a" \
   -lcublas -lcublasLt -lnvrtc -lopenblas -lcjson -lgomp -lm
 S=$(mktemp -d)
-cp "$BUILD/tests/test_cuda" "$BUILD/tests/test_conformance" "$BUILD/cuda_bench" "$S/"
+cp "$BUILD/tests/test_cuda" "$BUILD/tests/test_conformance" "$BUILD/cuda_bench" "$BUILD/tools/qmm/qmm" "$S/"
 strip -g "$S"/*
 git describe --always --dirty > "$S/COMMIT"
 mkdir -p .carry

@@ -14,6 +14,9 @@
 #             split, int8 and cached_f16 (cuBLAS f16) for SWEEP_TYPES (q4_0,q4_K) at n = 64, 512
 #   prefill   fused (its own choice), int8, cached_f16 for q4_0, q4_K, q6_K, q8_0 at n = 16, 64,
 #             512, 2048
+#   small     gemv, int8 and fused at n = 2, 4, 8, 9 (the gemv_max_n crossover of auto)
+#   model     qmm bench --backend cuda: the whole LFM2.5-350M prefill (n = 512) under the default
+#             and unlimited cache policies, and the preset at n = 1, 512 (JSON in $OUT)
 #   peer      ggml_mmbench -B CUDA0 -G 100 on the same shapes, types and n
 #   ncu       Nsight Compute sections of the GEMM kernel: q4_0 4608x1024 n = 512, 1024x1024 n = 64
 #   sanitize  memcheck and racecheck over the quick fused-repack test
@@ -64,6 +67,22 @@ if step prefill; then
   timeout "$(lim 150)" "$B" --types q4_0,q4_K,q6_K,q8_0 --ns 16,64,512,2048 --strategies fused,int8,cached_f16 \
     --no-decode > "$L/bench_prefill.log" 2>&1
   echo "prefill rc=$?"; cat "$L/bench_prefill.log"
+fi
+if step small; then
+  timeout "$(lim 90)" "$B" --types q4_0,q4_K,q6_K,q8_0 --ns 2,4,8,9 --strategies gemv,int8,fused --no-decode \
+    > "$L/bench_small.log" 2>&1
+  echo "small rc=$?"; cat "$L/bench_small.log"
+fi
+if step model; then
+  Q=$BINS/qmm
+  for cache in default unlimited; do
+    timeout "$(lim 90)" "$Q" bench --backend cuda --whole-model --types q4_K,q4_0,q6_K,q8_0 --n 512 --cache $cache \
+      --json "$OUT/whole-$cache.json" > "$L/whole_$cache.log" 2>&1
+    echo "whole model ($cache) rc=$?"; cat "$L/whole_$cache.log"
+  done
+  timeout "$(lim 90)" "$Q" bench --backend cuda --types q4_K,q4_0,q6_K,q8_0 --n 1,512 --json "$OUT/lfm.json" \
+    > "$L/lfm.log" 2>&1
+  echo "lfm preset rc=$?"; cat "$L/lfm.log"
 fi
 if step peer; then
   if [ -f .carry/ggml.tar.xz ]; then

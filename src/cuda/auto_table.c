@@ -7,7 +7,10 @@
  * `bench/gpu_run.sh bench`; device time of 100 calls replayed in a CUDA graph, every line
  * verified against qmm_matmul_ref first) on the LFM2.5-350M shapes for q4_0, q4_K, q6_K and
  * f16 at n = 1, 8, 512; docs/CUDA.md ("auto and batch invariance") gives the numbers that set
- * each threshold. gemv_max_n is the gemv's token group (QMM_CUDA_GEMV_TOKENS), the rule this
+ * each threshold. fused_min_n: fused on the int8 repack against int8, q4_0, q4_K, q6_K, q8_0 on
+ * the LFM shapes at n = 16, 64, 512, 2048 (`bash bench/half_run.sh`, step prefill;
+ * bench/results/2026-12-02-h200-fused-repack.md): fused is faster or within 8% at every point,
+ * so it takes int8's place from n = 9 wherever it can read the repack. gemv_max_n is the gemv's token group (QMM_CUDA_GEMV_TOKENS), the rule this
  * table replaced: gemv against int8 and fused between n = 2 and 64 is not measured yet.
  * The row for every other GPU is the same rule, not measured there. To re-measure (every
  * strategy, the crossovers between n = 1 and 512, copies allowed so that every path runs):
@@ -20,9 +23,9 @@
 #define ANY_TYPE (-1)
 
 static const qmm_cuda_auto_row auto_rows[] = {
-    /* cc, type, f16_min_n, fp8_min_n, gemv_max_n, int8_min_n */
-    {90, ANY_TYPE, 2, 2, 8, 9},
-    {0, ANY_TYPE, 2, 2, 8, 9},
+    /* cc, type, f16_min_n, fp8_min_n, gemv_max_n, fused_min_n, int8_min_n */
+    {90, ANY_TYPE, 2, 2, 8, 9, 9},
+    {0, ANY_TYPE, 2, 2, 8, 9, 9},
 };
 
 qmm_cuda_auto_row qmm_cuda_auto_lookup(int cc, int type) {

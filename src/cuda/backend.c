@@ -577,6 +577,46 @@ static bool auto_may(const qmm_context *ctx, const qmm_weights *w, qmm_strategy 
     return !(needs_preparing(cctx(ctx), w, cw, s) && stream_capturing(cctx(ctx)));
 }
 
+/* Whether fused can read the int8 repack of w now (half.cu): a type with a repacker on sm_80+,
+ * and the repack held with room for its workspace, or both can be made now: the cache policy
+ * lets auto make the int8 copy, the stream is not being captured, and making them did not run
+ * out of memory before. Else fused runs the shared-memory kernel of fused.cu (same values of
+ * W and X, same bound; the MMAs may round differently). */
+static bool fused_repack_possible(const qmm_context *ctx, const qmm_weights *w, const qmm_cuda_weights *cw) {
+    return qmm_cuda_int8_has_type(w->type) && ctx_cc(ctx) >= 80 && !cw->fused_no_repack;
+}
+
+static bool fused_repack_ready(const qmm_context *ctx, const qmm_weights *w, const qmm_cuda_weights *cw) {
+    return fused_repack_possible(ctx, w, cw) && copy_made(cw, QMM_CUDA_COPY_INT8) &&
+           qmm_cuda_half_workspace_bytes(w->k) <= cctx(ctx)->workspace_bytes;
+}
+
+/* Whether the next fused call on w reads the repack (held, or made by that call). */
+static bool fused_repack_planned(const qmm_context *ctx, const qmm_weights *w, const qmm_cuda_weights *cw) {
+    return fused_repack_ready(ctx, w, cw) ||
+           (fused_repack_possible(ctx, w, cw) && !stream_capturing(cctx(ctx)) &&
+            policy_allows(ctx, cw, QMM_CUDA_COPY_INT8, true));
+}
+
+/* fused's lazy part: makes the repack and the workspace where fused_repack_ready says they
+ * may be made; *repack tells which kernel runs. Out of device memory is not an error here: fused
+ * then keeps to the shared-memory kernel for these weights. */
+static qmm_status fused_prepare_repack(const qmm_context *ctx, const qmm_weights *w, qmm_cuda_weights *cw,
+                                       bool *repack) {
+    qmm_cuda_context *c = cctx(ctx);
+    *repack = fused_repack_ready(ctx, w, cw);
+    if (*repack || !fused_repack_planned(ctx, w, cw)) return QMM_OK;
+    qmm_status st = grow_workspace(c, qmm_cuda_half_workspace_bytes(w->k), "fused on the int8 repack");
+    if (st == QMM_OK && !copy_made(cw, QMM_CUDA_COPY_INT8)) st = make_copy(c, w, cw, QMM_CUDA_COPY_INT8);
+    if (st == QMM_ERR_OUT_OF_MEMORY) {
+        qmm_log(1, "cuda fused: %s; keeping to the shared-memory kernel for these weights", qmm_last_error());
+        cw->fused_no_repack = true;
+        return QMM_OK;
+    }
+    *repack = st == QMM_OK;
+    return st;
+}
+
 /* auto (the order: qmm_cuda_auto_row in cuda_internal.h; the thresholds: auto_table.c). */
 static qmm_strategy resolve_auto(const qmm_context *ctx, const qmm_weights *w, int64_t n) {
     const qmm_cuda_weights *cw = (const qmm_cuda_weights *)w->backend;
@@ -589,6 +629,7 @@ static qmm_strategy resolve_auto(const qmm_context *ctx, const qmm_weights *w, i
         cw->k_pad <= INT_MAX && auto_may(ctx, w, QMM_STRATEGY_FP8))
         return QMM_STRATEGY_FP8;
     if (n <= a.gemv_max_n) return QMM_STRATEGY_GEMV;
+    if (n >= a.fused_min_n && cw->f16_fits && fused_repack_planned(ctx, w, cw)) return QMM_STRATEGY_FUSED;
     if (n >= a.int8_min_n && qmm_cuda_int8_has_type(w->type) && ctx_cc(ctx) >= 80 &&
         auto_may(ctx, w, QMM_STRATEGY_INT8))
         return QMM_STRATEGY_INT8;
@@ -840,46 +881,6 @@ static bool blas_ld_too_large(qmm_strategy s, int64_t ldx, int64_t ldy) {
 static qmm_status blas_ld_error(qmm_strategy s, int64_t ldx, int64_t ldy) {
     return qmm_error(QMM_ERR_UNSUPPORTED, "strategy %s: ldx (%lld) or ldy (%lld) exceeds cuBLAS's "
                      "int range", qmm_strategy_name(s), (long long)ldx, (long long)ldy);
-}
-
-/* Whether fused can read the int8 repack of w now (half.cu): a type with a repacker on sm_80+,
- * and the repack held with room for its workspace, or both can be made now: the cache policy
- * lets auto make the int8 copy, the stream is not being captured, and making them did not run
- * out of memory before. Else fused runs the shared-memory kernel of fused.cu (same values of
- * W and X, same bound; the MMAs may round differently). */
-static bool fused_repack_possible(const qmm_context *ctx, const qmm_weights *w, const qmm_cuda_weights *cw) {
-    return qmm_cuda_int8_has_type(w->type) && ctx_cc(ctx) >= 80 && !cw->fused_no_repack;
-}
-
-static bool fused_repack_ready(const qmm_context *ctx, const qmm_weights *w, const qmm_cuda_weights *cw) {
-    return fused_repack_possible(ctx, w, cw) && copy_made(cw, QMM_CUDA_COPY_INT8) &&
-           qmm_cuda_half_workspace_bytes(w->k) <= cctx(ctx)->workspace_bytes;
-}
-
-/* Whether the next fused call on w reads the repack (held, or made by that call). */
-static bool fused_repack_planned(const qmm_context *ctx, const qmm_weights *w, const qmm_cuda_weights *cw) {
-    return fused_repack_ready(ctx, w, cw) ||
-           (fused_repack_possible(ctx, w, cw) && !stream_capturing(cctx(ctx)) &&
-            policy_allows(ctx, cw, QMM_CUDA_COPY_INT8, true));
-}
-
-/* fused's lazy part: makes the repack and the workspace where fused_repack_ready says they
- * may be made; *repack tells which kernel runs. Out of device memory is not an error here: fused
- * then keeps to the shared-memory kernel for these weights. */
-static qmm_status fused_prepare_repack(const qmm_context *ctx, const qmm_weights *w, qmm_cuda_weights *cw,
-                                       bool *repack) {
-    qmm_cuda_context *c = cctx(ctx);
-    *repack = fused_repack_ready(ctx, w, cw);
-    if (*repack || !fused_repack_planned(ctx, w, cw)) return QMM_OK;
-    qmm_status st = grow_workspace(c, qmm_cuda_half_workspace_bytes(w->k), "fused on the int8 repack");
-    if (st == QMM_OK && !copy_made(cw, QMM_CUDA_COPY_INT8)) st = make_copy(c, w, cw, QMM_CUDA_COPY_INT8);
-    if (st == QMM_ERR_OUT_OF_MEMORY) {
-        qmm_log(1, "cuda fused: %s; keeping to the shared-memory kernel for these weights", qmm_last_error());
-        cw->fused_no_repack = true;
-        return QMM_OK;
-    }
-    *repack = st == QMM_OK;
-    return st;
 }
 
 static qmm_status cuda_matmul(qmm_context *ctx, const qmm_weights *w, qmm_strategy s, int64_t n,

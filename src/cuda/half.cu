@@ -348,23 +348,25 @@ __global__ void __launch_bounds__(32 * WM * WN) h16_gemm_kernel(const h16_args a
  * ------------------------------------------------------------------------------------- */
 
 /* Tile configurations {WM, WN, MI, NI, S} (warps along W rows and X rows, MMA tiles per warp,
- * pipeline stages). */
+ * pipeline stages) and the rate of each on a loaded SM, in multiply-adds per microsecond, for
+ * the types whose W values are formed in f16 (q4_0, q5_0, q8_0) and in f32 (the others): the
+ * kernel-time model h16_choose uses. Measured on the H200 with `bash bench/half_run.sh` (step
+ * sweep; bench/results/2026-12-02-h200-fused-repack.md), q4_0 and q4_K 4608x1024 at n = 512,
+ * where every configuration fills the GPU. */
 struct h16_cfg {
     int wm, wn, mi, ni, stages;
+    double rate_f16, rate_f32;
 };
 static const h16_cfg k_h16_cfg[] = {
-    {2, 2, 2, 8, 4}, /* 64 x 128 */
-    {4, 1, 2, 8, 4}, /* 128 x 64 */
-    {2, 2, 2, 4, 3}, /* 64 x 64 */
-    {2, 1, 4, 8, 4}, /* 128 x 64, 2 warps of 64 x 64 */
-    {2, 2, 4, 8, 4}, /* 128 x 128 */
-    {1, 2, 4, 8, 4}, /* 64 x 128, 2 warps */
+    {2, 2, 2, 8, 4, 0.64e6, 0.64e6}, /* 64 x 128 */
+    {4, 1, 2, 8, 4, 0.86e6, 0.77e6}, /* 128 x 64 */
+    {2, 2, 2, 4, 3, 0.81e6, 0.64e6}, /* 64 x 64 */
+    {2, 1, 4, 8, 4, 0.76e6, 0.66e6}, /* 128 x 64, 2 warps of 64 x 64 */
+    {2, 2, 4, 8, 4, 0.71e6, 0.70e6}, /* 128 x 128 */
+    {1, 2, 4, 8, 4, 0.50e6, 0.50e6}, /* 64 x 128, 2 warps */
 };
-/* The kernel-time model h16_choose uses (from the H200 sweep in
- * bench/results/2026-12-02-h200-fused-repack.md, `bash bench/half_run.sh` step sweep): an SM
- * with enough CTAs runs about H16_RATE multiply-adds per microsecond; a CTA alone takes about
- * H16_STAGE_US per stage; a CTA pays about two stages of pipeline fill. */
-#define H16_RATE 0.7e6
+/* Of the same model: a CTA alone on its SM takes about H16_STAGE_US per stage, and every CTA
+ * pays about H16_FILL stages of pipeline fill (small shapes of the same sweep). */
 #define H16_STAGE_US 0.7
 #define H16_FILL 2
 #define H16_NCFG ((int)(sizeof k_h16_cfg / sizeof k_h16_cfg[0]))
@@ -430,13 +432,20 @@ template <int T> struct h16_launch {
     }
 };
 
+template <int T> struct h16_mode_of {
+    static void run(int *mode) { *mode = h16_mode<T>::v; }
+};
+
 /* The configuration and split with the least modelled time: per SM, the larger of its share
- * of the multiply-adds at H16_RATE and, for each round of resident CTAs, the chain of one
+ * of the multiply-adds at the configuration's rate and, for each round of resident CTAs, the chain of one
  * CTA's stages (plus the pipeline fill); a split adds its partials' traffic and the reduce
  * launch. A split changes the sum's grouping (partials added in split order), so it is 1 when
  * `invariant`; the tile never changes a result. */
 static cudaError_t h16_choose(int type, int64_t m, int64_t nc, int nst, bool invariant, int *cfg, int *split) {
     const int sms = i8_sms();
+    int mode = H16_F32;
+    if (!qmm_cuda_dispatch_type<h16_mode_of>(type, &mode)) return cudaErrorInvalidValue;
+    const bool f16_values = mode == H16_HMUL;
     double best = 1e300;
     *cfg = 0;
     *split = 1;
@@ -449,11 +458,12 @@ static cudaError_t h16_choose(int type, int64_t m, int64_t nc, int nst, bool inv
         if (e != cudaSuccess) return e;
         const int64_t bm = 16 * q.mi * q.wm, bn = 8 * q.ni * q.wn;
         const int64_t tiles = ((m + bm - 1) / bm) * ((nc + bn - 1) / bn);
+        const double rate = f16_values ? q.rate_f16 : q.rate_f32;
         for (int sp = 1; sp <= (invariant ? 1 : 16); sp *= 2) {
             if (sp > nst || (sp > 1 && (size_t)sp * (size_t)(m * nc) * sizeof(float) > H16_PARTIAL_BYTES)) break;
             const int64_t units = tiles * sp, stages = (nst + sp - 1) / sp + H16_FILL;
             const double rounds = (double)((units + (int64_t)sms * per_sm - 1) / ((int64_t)sms * per_sm));
-            const double work = (double)units / sms * (double)stages * (double)(bm * bn * 64) / H16_RATE;
+            const double work = (double)units / sms * (double)stages * (double)(bm * bn * 64) / rate;
             double t = rounds * (double)stages * H16_STAGE_US;
             if (work > t) t = work;
             if (sp > 1) t += (double)(sp + 1) * (double)(m * nc) * 4.0 / 3.0e6 + 1.5;
