@@ -70,9 +70,21 @@ typedef struct { uint8_t e; uint8_t qs[QK_MXFP4 / 2]; } block_mxfp4;
 typedef struct { uint8_t d[QK_NVFP4 / QK_NVFP4_SUB]; uint8_t qs[QK_NVFP4 / 2]; } block_nvfp4;
 
 /* Elements per block by type name, QMM_QK_<name> = the block_size of the type's layout
- * (qmm_layout_<name> in its codec): for code that needs a unit-codec type's block size as a
- * compile-time constant (C++ cannot read the layout object in a constant expression; the
- * CUDA descriptors, src/cuda/dequant.cuh, check the two agree at weights creation). */
+ * (the type table; for a unit-codec type qmm_layout_<name> in its codec): for code that needs
+ * a type's block size as a compile-time constant from its name (X-macro lists:
+ * formats/type_list.h, src/cpu/int8_types.h; C++ cannot read the layout object in a constant
+ * expression; the CUDA descriptors, src/cuda/dequant.cuh, check the two agree at weights
+ * creation). */
+#define QMM_QK_q4_0 QK4_0
+#define QMM_QK_q4_1 QK4_1
+#define QMM_QK_q5_0 QK5_0
+#define QMM_QK_q5_1 QK5_1
+#define QMM_QK_q8_0 QK8_0
+#define QMM_QK_q2_K QK_K
+#define QMM_QK_q3_K QK_K
+#define QMM_QK_q4_K QK_K
+#define QMM_QK_q5_K QK_K
+#define QMM_QK_q6_K QK_K
 #define QMM_QK_iq2_xxs QK_K
 #define QMM_QK_iq2_xs QK_K
 #define QMM_QK_iq2_s QK_K

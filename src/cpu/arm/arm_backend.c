@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cpu/arm/arm_backend.h"
+#include "cpu/int8_types.h"
 
 qmm_status qmm_cpu_arm_weights_init(const qmm_context *ctx, qmm_weights *w) {
     (void)ctx;
@@ -105,17 +106,7 @@ void qmm_arm_int8_x_prepare(const float *x, int64_t ldx, int64_t n, int64_t k, v
     *out = rec;
 }
 
-bool qmm_arm_int8_has_type(qmm_type type) {
-    switch (type) {
-    case QMM_TYPE_Q4_0: case QMM_TYPE_Q4_1: case QMM_TYPE_Q5_0: case QMM_TYPE_Q5_1:
-    case QMM_TYPE_Q8_0: case QMM_TYPE_Q2_K: case QMM_TYPE_Q3_K: case QMM_TYPE_Q4_K:
-    case QMM_TYPE_Q5_K: case QMM_TYPE_Q6_K: case QMM_TYPE_IQ4_NL: case QMM_TYPE_IQ4_XS:
-    case QMM_TYPE_MXFP4: case QMM_TYPE_NVFP4:
-        return true;
-    default:
-        return false;
-    }
-}
+bool qmm_arm_int8_has_type(qmm_type type) { return qmm_i8_has_type(type); }
 
 /* ---------------------------------------------------------------------------------------
  * Strategy entry points

@@ -56,8 +56,7 @@ size_t qmm_arm_int8_x_scratch(int64_t n, int64_t k);
 void qmm_arm_int8_x_prepare(const float *x, int64_t ldx, int64_t n, int64_t k, void *scratch,
                             int n_threads, qmm_arm_int8_x **out);
 
-/* The weight types of the int8 kernels: q4_0, q4_1, q5_0, q5_1, q8_0, q2_K, q3_K, q4_K, q5_K,
- * q6_K, iq4_nl, iq4_xs, mxfp4, nvfp4. */
+/* The weight types of the int8 kernels: QMM_I8_TYPES (cpu/int8_types.h). */
 bool qmm_arm_int8_has_type(qmm_type type);
 
 /*

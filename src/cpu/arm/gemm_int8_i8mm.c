@@ -72,7 +72,7 @@ QMM_ARM_INL int32x2_t ipair(int32_t a, int32_t b) { return vset_lane_s32(b, vdup
 QMM_ARM_INL float64x2_t wblk_t2(qmm_type t, const wscale *A, const wscale *B, int32x2_t ia,
                                 int32x2_t ib, int32_t xa, int32_t xb, double s32) {
     if (t == QMM_TYPE_NVFP4) return vfmaq_f64(vmulq_f64(i2d(ia), pair(A->d, B->d)), i2d(ib), pair(A->dm, B->dm));
-    if (wblk_halves(t)) {
+    if (qmm_i8_sub16(t)) {
         const int32x2_t i = vmla_s32(vmul_s32(ia, ipair(A->sa, B->sa)), ib, ipair(A->sb, B->sb));
         const float64x2_t p = vmulq_f64(i2d(i), pair(A->d, B->d));
         if (t != QMM_TYPE_Q2_K) return p;
@@ -151,7 +151,7 @@ QMM_ARM_INL void tile(qmm_type t, int packed, const unsigned char *pk, const uns
             for (int q = 0; q < np; q++) {
                 const int8_t *xb = xp + ((p0 + q) * nb + b) * 64;
                 int32x4_t ia, ib = z;
-                if (wblk_halves(t)) {
+                if (qmm_i8_sub16(t)) {
                     ia = vmmlaq_s32(vmmlaq_s32(z, vld1q_s8(xb), wc[0]), vld1q_s8(xb + 16), wc[1]);
                     ib = vmmlaq_s32(vmmlaq_s32(z, vld1q_s8(xb + 32), wc[2]), vld1q_s8(xb + 48), wc[3]);
                 } else {
@@ -204,45 +204,19 @@ QMM_ARM_INL void rows(qmm_type t, int packed, const unsigned char *w, size_t row
 }
 
 /* The on-the-fly and the repacked instance of every type (constants: one compiled loop each). */
-#define ROWS(name, TYPE)                                                                        \
-    static void name(const unsigned char *w, size_t row_stride, const unsigned char *pk,         \
-                     int64_t i0, int64_t i1, int64_t k, int64_t n, const qmm_arm_int8_x *xs,      \
-                     const int8_t *xp, float *y, int64_t ldy) {                                 \
-        if (pk != NULL) rows(TYPE, 1, w, row_stride, pk, i0, i1, k, n, xs, xp, y, ldy);         \
-        else rows(TYPE, 0, w, row_stride, NULL, i0, i1, k, n, xs, xp, y, ldy);                  \
+#define ROWS(p, E, nm)                                                                           \
+    static void p##_##nm(const unsigned char *w, size_t row_stride, const unsigned char *pk,     \
+                         int64_t i0, int64_t i1, int64_t k, int64_t n, const qmm_arm_int8_x *xs, \
+                         const int8_t *xp, float *y, int64_t ldy) {                              \
+        if (pk != NULL) rows(QMM_TYPE_##E, 1, w, row_stride, pk, i0, i1, k, n, xs, xp, y, ldy);  \
+        else rows(QMM_TYPE_##E, 0, w, row_stride, NULL, i0, i1, k, n, xs, xp, y, ldy);           \
     }
-ROWS(rows_q4_0, QMM_TYPE_Q4_0)
-ROWS(rows_q4_1, QMM_TYPE_Q4_1)
-ROWS(rows_q5_0, QMM_TYPE_Q5_0)
-ROWS(rows_q5_1, QMM_TYPE_Q5_1)
-ROWS(rows_q8_0, QMM_TYPE_Q8_0)
-ROWS(rows_q2_K, QMM_TYPE_Q2_K)
-ROWS(rows_q3_K, QMM_TYPE_Q3_K)
-ROWS(rows_q4_K, QMM_TYPE_Q4_K)
-ROWS(rows_q5_K, QMM_TYPE_Q5_K)
-ROWS(rows_q6_K, QMM_TYPE_Q6_K)
-ROWS(rows_iq4_nl, QMM_TYPE_IQ4_NL)
-ROWS(rows_iq4_xs, QMM_TYPE_IQ4_XS)
-ROWS(rows_mxfp4, QMM_TYPE_MXFP4)
-ROWS(rows_nvfp4, QMM_TYPE_NVFP4)
+QMM_I8_TYPES(ROWS, rows)
 #undef ROWS
 
 static rows_fn rows_for(qmm_type type) {
     switch (type) {
-    case QMM_TYPE_Q4_0: return rows_q4_0;
-    case QMM_TYPE_Q4_1: return rows_q4_1;
-    case QMM_TYPE_Q5_0: return rows_q5_0;
-    case QMM_TYPE_Q5_1: return rows_q5_1;
-    case QMM_TYPE_Q8_0: return rows_q8_0;
-    case QMM_TYPE_Q2_K: return rows_q2_K;
-    case QMM_TYPE_Q3_K: return rows_q3_K;
-    case QMM_TYPE_Q4_K: return rows_q4_K;
-    case QMM_TYPE_Q5_K: return rows_q5_K;
-    case QMM_TYPE_Q6_K: return rows_q6_K;
-    case QMM_TYPE_IQ4_NL: return rows_iq4_nl;
-    case QMM_TYPE_IQ4_XS: return rows_iq4_xs;
-    case QMM_TYPE_MXFP4: return rows_mxfp4;
-    case QMM_TYPE_NVFP4: return rows_nvfp4;
+    QMM_I8_TYPES(QMM_I8_CASE_RETURN, rows)
     default: return NULL;
     }
 }
@@ -257,58 +231,32 @@ size_t qmm_arm_i8mm_pack_bytes(int64_t m, int64_t k) {
 
 /* The records of one W pair (B == A for a last odd row): the decode and zip of the on-the-fly
  * path, stored. */
-#define PACK(name, TYPE)                                                                        \
-    static void name(const unsigned char *ra, const unsigned char *rb, int64_t k,              \
-                     unsigned char *out) {                                                      \
-        const int G = wblk_group(TYPE);                                                         \
-        const int64_t nb = k / 32, ngr = (nb + G - 1) / G;                                      \
-        for (int64_t g = 0; g < ngr; g++) {                                                     \
-            wgroup ga, gb;                                                                      \
-            wgroup_load(TYPE, ra, g, &ga);                                                      \
-            wgroup_load(TYPE, rb, g, &gb);                                                      \
-            const int cmax = g * G + G <= nb ? G : (int)(nb - g * G);                           \
-            for (int c = 0; c < cmax; c++) {                                                    \
-                int8x16_t wc[4];                                                                \
-                wscale wa = {0}, wb = {0};                                                      \
-                wpair_block(TYPE, 0, NULL, &ga, &gb, c, 0, wc, &wa, &wb);                       \
-                rec_store(out + (size_t)(g * G + c) * QMM_ARM_I8MM_REC, wc, &wa, &wb);          \
-            }                                                                                   \
-        }                                                                                       \
+#define PACK(p, E, nm)                                                                           \
+    static void p##_##nm(const unsigned char *ra, const unsigned char *rb, int64_t k,            \
+                         unsigned char *out) {                                                   \
+        const int G = wblk_group(QMM_TYPE_##E);                                                  \
+        const int64_t nb = k / 32, ngr = (nb + G - 1) / G;                                       \
+        for (int64_t g = 0; g < ngr; g++) {                                                      \
+            wgroup ga, gb;                                                                       \
+            wgroup_load(QMM_TYPE_##E, ra, g, &ga);                                               \
+            wgroup_load(QMM_TYPE_##E, rb, g, &gb);                                               \
+            const int cmax = g * G + G <= nb ? G : (int)(nb - g * G);                            \
+            for (int c = 0; c < cmax; c++) {                                                     \
+                int8x16_t wc[4];                                                                 \
+                wscale wa = {0}, wb = {0};                                                       \
+                wpair_block(QMM_TYPE_##E, 0, NULL, &ga, &gb, c, 0, wc, &wa, &wb);                \
+                rec_store(out + (size_t)(g * G + c) * QMM_ARM_I8MM_REC, wc, &wa, &wb);           \
+            }                                                                                    \
+        }                                                                                        \
     }
-PACK(pack_q4_0, QMM_TYPE_Q4_0)
-PACK(pack_q4_1, QMM_TYPE_Q4_1)
-PACK(pack_q5_0, QMM_TYPE_Q5_0)
-PACK(pack_q5_1, QMM_TYPE_Q5_1)
-PACK(pack_q8_0, QMM_TYPE_Q8_0)
-PACK(pack_q2_K, QMM_TYPE_Q2_K)
-PACK(pack_q3_K, QMM_TYPE_Q3_K)
-PACK(pack_q4_K, QMM_TYPE_Q4_K)
-PACK(pack_q5_K, QMM_TYPE_Q5_K)
-PACK(pack_q6_K, QMM_TYPE_Q6_K)
-PACK(pack_iq4_nl, QMM_TYPE_IQ4_NL)
-PACK(pack_iq4_xs, QMM_TYPE_IQ4_XS)
-PACK(pack_mxfp4, QMM_TYPE_MXFP4)
-PACK(pack_nvfp4, QMM_TYPE_NVFP4)
+QMM_I8_TYPES(PACK, pack)
 #undef PACK
 
 typedef void (*pack_fn)(const unsigned char *, const unsigned char *, int64_t, unsigned char *);
 
 static pack_fn pack_for(qmm_type type) {
     switch (type) {
-    case QMM_TYPE_Q4_0: return pack_q4_0;
-    case QMM_TYPE_Q4_1: return pack_q4_1;
-    case QMM_TYPE_Q5_0: return pack_q5_0;
-    case QMM_TYPE_Q5_1: return pack_q5_1;
-    case QMM_TYPE_Q8_0: return pack_q8_0;
-    case QMM_TYPE_Q2_K: return pack_q2_K;
-    case QMM_TYPE_Q3_K: return pack_q3_K;
-    case QMM_TYPE_Q4_K: return pack_q4_K;
-    case QMM_TYPE_Q5_K: return pack_q5_K;
-    case QMM_TYPE_Q6_K: return pack_q6_K;
-    case QMM_TYPE_IQ4_NL: return pack_iq4_nl;
-    case QMM_TYPE_IQ4_XS: return pack_iq4_xs;
-    case QMM_TYPE_MXFP4: return pack_mxfp4;
-    case QMM_TYPE_NVFP4: return pack_nvfp4;
+    QMM_I8_TYPES(QMM_I8_CASE_RETURN, pack)
     default: return NULL;
     }
 }

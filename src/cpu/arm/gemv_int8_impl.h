@@ -33,7 +33,7 @@ QMM_ARM_INL void gemv_block(qmm_type t, const wgroup *gr, int c, int64_t b, int 
     for (int j = 0; j < nr; j++) {
         const int8_t *xq = xs[j].q + 32 * b;
         int32_t ia, ib = 0;
-        if (wblk_halves(t)) {
+        if (qmm_i8_sub16(t)) {
             ia = vaddvq_s32(QMM_ARM_DOT(z, w0, vld1q_s8(xq)));
             ib = vaddvq_s32(QMM_ARM_DOT(z, w1, vld1q_s8(xq + 16)));
         } else {
@@ -69,54 +69,31 @@ QMM_ARM_INL void gemv_row(qmm_type t, const unsigned char *row, int64_t k, int n
 typedef void (*gemv_rows_fn)(const unsigned char *w, size_t row_stride, int64_t i0, int64_t i1,
                              int64_t k, int64_t n, const qmm_arm_int8_x *xs, float *y, int64_t ldy);
 
-#define GEMV_ROWS(name, TYPE)                                                                 \
-    static void name(const unsigned char *w, size_t row_stride, int64_t i0, int64_t i1,        \
-                     int64_t k, int64_t n, const qmm_arm_int8_x *xs, float *y, int64_t ldy) {  \
-        for (int64_t i = i0; i < i1; i++) {                                                   \
-            const unsigned char *row = w + (size_t)i * row_stride;                            \
-            int64_t g = 0;                                                                    \
-            for (; g + NR <= n; g += NR) gemv_row(TYPE, row, k, NR, xs + g, y + g * ldy + i, ldy); \
-            switch (n - g) {                                                                  \
-            case 1: gemv_row(TYPE, row, k, 1, xs + g, y + g * ldy + i, ldy); break;           \
-            case 2: gemv_row(TYPE, row, k, 2, xs + g, y + g * ldy + i, ldy); break;           \
-            case 3: gemv_row(TYPE, row, k, 3, xs + g, y + g * ldy + i, ldy); break;           \
-            default: break;                                                                   \
-            }                                                                                 \
-        }                                                                                     \
+/* One instance per type (the list of cpu/int8_types.h). */
+#define GEMV_ROWS(p, E, nm)                                                                      \
+    static void p##_##nm(const unsigned char *w, size_t row_stride, int64_t i0, int64_t i1,      \
+                         int64_t k, int64_t n, const qmm_arm_int8_x *xs, float *y,               \
+                         int64_t ldy) {                                                          \
+        for (int64_t i = i0; i < i1; i++) {                                                      \
+            const unsigned char *row = w + (size_t)i * row_stride;                               \
+            int64_t g = 0;                                                                       \
+            for (; g + NR <= n; g += NR)                                                         \
+                gemv_row(QMM_TYPE_##E, row, k, NR, xs + g, y + g * ldy + i, ldy);                \
+            switch (n - g) {                                                                     \
+            case 1: gemv_row(QMM_TYPE_##E, row, k, 1, xs + g, y + g * ldy + i, ldy); break;      \
+            case 2: gemv_row(QMM_TYPE_##E, row, k, 2, xs + g, y + g * ldy + i, ldy); break;      \
+            case 3: gemv_row(QMM_TYPE_##E, row, k, 3, xs + g, y + g * ldy + i, ldy); break;      \
+            default: break;                                                                      \
+            }                                                                                    \
+        }                                                                                        \
     }
 _Static_assert(QMM_ARM_INT8_NR == 4, "GEMV_ROWS handles tails of 1..3 X rows");
-GEMV_ROWS(rows_q4_0, QMM_TYPE_Q4_0)
-GEMV_ROWS(rows_q4_1, QMM_TYPE_Q4_1)
-GEMV_ROWS(rows_q5_0, QMM_TYPE_Q5_0)
-GEMV_ROWS(rows_q5_1, QMM_TYPE_Q5_1)
-GEMV_ROWS(rows_q8_0, QMM_TYPE_Q8_0)
-GEMV_ROWS(rows_q2_K, QMM_TYPE_Q2_K)
-GEMV_ROWS(rows_q3_K, QMM_TYPE_Q3_K)
-GEMV_ROWS(rows_q4_K, QMM_TYPE_Q4_K)
-GEMV_ROWS(rows_q5_K, QMM_TYPE_Q5_K)
-GEMV_ROWS(rows_q6_K, QMM_TYPE_Q6_K)
-GEMV_ROWS(rows_iq4_nl, QMM_TYPE_IQ4_NL)
-GEMV_ROWS(rows_iq4_xs, QMM_TYPE_IQ4_XS)
-GEMV_ROWS(rows_mxfp4, QMM_TYPE_MXFP4)
-GEMV_ROWS(rows_nvfp4, QMM_TYPE_NVFP4)
+QMM_I8_TYPES(GEMV_ROWS, rows)
 #undef GEMV_ROWS
 
 static gemv_rows_fn rows_for(qmm_type type) {
     switch (type) {
-    case QMM_TYPE_Q4_0: return rows_q4_0;
-    case QMM_TYPE_Q4_1: return rows_q4_1;
-    case QMM_TYPE_Q5_0: return rows_q5_0;
-    case QMM_TYPE_Q5_1: return rows_q5_1;
-    case QMM_TYPE_Q8_0: return rows_q8_0;
-    case QMM_TYPE_Q2_K: return rows_q2_K;
-    case QMM_TYPE_Q3_K: return rows_q3_K;
-    case QMM_TYPE_Q4_K: return rows_q4_K;
-    case QMM_TYPE_Q5_K: return rows_q5_K;
-    case QMM_TYPE_Q6_K: return rows_q6_K;
-    case QMM_TYPE_IQ4_NL: return rows_iq4_nl;
-    case QMM_TYPE_IQ4_XS: return rows_iq4_xs;
-    case QMM_TYPE_MXFP4: return rows_mxfp4;
-    case QMM_TYPE_NVFP4: return rows_nvfp4;
+    QMM_I8_TYPES(QMM_I8_CASE_RETURN, rows)
     default: return NULL;
     }
 }

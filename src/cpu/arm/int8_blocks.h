@@ -38,6 +38,7 @@
 #include <string.h>
 
 #include "cpu/arm/arm_kernels.h"
+#include "cpu/int8_types.h"
 #include "formats/blocks.h"
 #include "formats/codec_fp4.h"
 #include "formats/codec_iq4.h"
@@ -47,36 +48,7 @@
 
 /* Blocks of 32 that share a super-block's scales: 8 for the 256-element types, 2 for nvfp4
  * (one W block), else 2 (two W blocks per step, so the parity of b is known in each). */
-QMM_ARM_INL int wblk_group(qmm_type t) {
-    return t == QMM_TYPE_Q2_K || t == QMM_TYPE_Q3_K || t == QMM_TYPE_Q4_K || t == QMM_TYPE_Q5_K ||
-                   t == QMM_TYPE_Q6_K || t == QMM_TYPE_IQ4_XS
-               ? 8
-               : 2;
-}
-
-/* Types whose dot is formed per 16-element half (a scale per 16 elements). */
-QMM_ARM_INL bool wblk_halves(qmm_type t) {
-    return t == QMM_TYPE_Q2_K || t == QMM_TYPE_Q3_K || t == QMM_TYPE_Q6_K || t == QMM_TYPE_NVFP4;
-}
-
-QMM_ARM_INL size_t wblk_bytes(qmm_type t) {
-    switch (t) {
-    case QMM_TYPE_Q4_0: return sizeof(block_q4_0);
-    case QMM_TYPE_Q4_1: return sizeof(block_q4_1);
-    case QMM_TYPE_Q5_0: return sizeof(block_q5_0);
-    case QMM_TYPE_Q5_1: return sizeof(block_q5_1);
-    case QMM_TYPE_Q8_0: return sizeof(block_q8_0);
-    case QMM_TYPE_Q2_K: return sizeof(block_q2_K);
-    case QMM_TYPE_Q3_K: return sizeof(block_q3_K);
-    case QMM_TYPE_Q4_K: return sizeof(block_q4_K);
-    case QMM_TYPE_Q5_K: return sizeof(block_q5_K);
-    case QMM_TYPE_Q6_K: return sizeof(block_q6_K);
-    case QMM_TYPE_IQ4_NL: return sizeof(block_iq4_nl);
-    case QMM_TYPE_IQ4_XS: return sizeof(block_iq4_xs);
-    case QMM_TYPE_MXFP4: return sizeof(block_mxfp4);
-    default: return sizeof(block_nvfp4);
-    }
-}
+QMM_ARM_INL int wblk_group(qmm_type t) { return qmm_i8_block_elems(t) == QK_K ? 8 : 2; }
 
 /* f16 bits at p to double, exactly (FCVT). */
 QMM_ARM_INL double wblk_half(const void *p) {
@@ -127,7 +99,7 @@ QMM_ARM_INL float wblk_half_f(const void *p) {
 
 QMM_ARM_INL void wgroup_load(qmm_type t, const unsigned char *row, int64_t g, wgroup *gr) {
     if (wblk_group(t) == 8) {
-        const unsigned char *blk = row + (size_t)g * wblk_bytes(t);
+        const unsigned char *blk = row + (size_t)g * qmm_i8_block_bytes(t);
         gr->blk = blk;
         if (t == QMM_TYPE_Q4_K || t == QMM_TYPE_Q5_K) {
             /* the 8 six-bit scales and mins four at a time in 32-bit words (the layout of
@@ -204,7 +176,7 @@ QMM_ARM_INL void wgroup_load(qmm_type t, const unsigned char *row, int64_t g, wg
         vst1q_f64(gr->nv, vcvt_f64_f32(vget_low_f32(f)));
         vst1q_f64(gr->nv + 2, vcvt_high_f64_f32(f));
     } else {
-        gr->blk = row + (size_t)(2 * g) * wblk_bytes(t);
+        gr->blk = row + (size_t)(2 * g) * qmm_i8_block_bytes(t);
     }
 }
 
@@ -239,7 +211,7 @@ QMM_ARM_INL void wblk_decode(qmm_type t, const wgroup *gr, int c, int8x16_t *w0,
     ws->dm = 0.0;
     switch (t) {
     case QMM_TYPE_Q4_0: case QMM_TYPE_Q4_1: case QMM_TYPE_Q5_0: case QMM_TYPE_Q5_1: {
-        const unsigned char *blk = gr->blk + (size_t)c * wblk_bytes(t);
+        const unsigned char *blk = gr->blk + (size_t)c * qmm_i8_block_bytes(t);
         const uint8_t *qs = t == QMM_TYPE_Q4_0   ? ((const block_q4_0 *)blk)->qs
                             : t == QMM_TYPE_Q4_1 ? ((const block_q4_1 *)blk)->qs
                             : t == QMM_TYPE_Q5_0 ? ((const block_q5_0 *)blk)->qs
@@ -275,7 +247,7 @@ QMM_ARM_INL void wblk_decode(qmm_type t, const wgroup *gr, int c, int8x16_t *w0,
     }
     case QMM_TYPE_IQ4_NL: case QMM_TYPE_MXFP4: {
         const bool nl = t == QMM_TYPE_IQ4_NL;
-        const unsigned char *blk = gr->blk + (size_t)c * wblk_bytes(t);
+        const unsigned char *blk = gr->blk + (size_t)c * qmm_i8_block_bytes(t);
         const int8x16_t book = vld1q_s8(nl ? QMM_T(qmm_iq4_values) : QMM_T(qmm_kvalues_e2m1));
         uint8x16_t lo, hi;
         wblk_nibbles(nl ? ((const block_iq4_nl *)blk)->qs : ((const block_mxfp4 *)blk)->qs, &lo, &hi);
@@ -382,13 +354,12 @@ QMM_ARM_INL void wblk_decode(qmm_type t, const wgroup *gr, int c, int8x16_t *w0,
 QMM_ARM_INL double wblk_t(qmm_type t, const wscale *ws, int32_t ia, int32_t ib, int32_t xa, int32_t xb,
                           double s32) {
     if (t == QMM_TYPE_NVFP4) return fma((double)ib, ws->dm, (double)ia * ws->d);
-    if (wblk_halves(t)) {
+    if (qmm_i8_sub16(t)) {
         const double p = (double)(ws->sa * ia + ws->sb * ib) * ws->d;
         return t == QMM_TYPE_Q2_K ? fma((double)(ws->ma * xa + ws->mb * xb), ws->dm, p) : p;
     }
     const double p = (double)ia * ws->d;
-    if (t == QMM_TYPE_Q4_1 || t == QMM_TYPE_Q5_1 || t == QMM_TYPE_Q4_K || t == QMM_TYPE_Q5_K)
-        return fma(s32, ws->dm, p);
+    if (qmm_i8_has_min(t)) return fma(s32, ws->dm, p);
     return p;
 }
 

@@ -713,37 +713,14 @@ I8_INLINE void row_kernel(qmm_type t, const unsigned char *w, size_t row_stride,
                                       _mm256_permutevar8x32_ps(accs[r][j][1], out1));
 }
 
-QMM_I8_DEFINE_ROWS(rows_q4_0, row_kernel, QMM_TYPE_Q4_0)
-QMM_I8_DEFINE_ROWS(rows_q4_1, row_kernel, QMM_TYPE_Q4_1)
-QMM_I8_DEFINE_ROWS(rows_q5_0, row_kernel, QMM_TYPE_Q5_0)
-QMM_I8_DEFINE_ROWS(rows_q5_1, row_kernel, QMM_TYPE_Q5_1)
-QMM_I8_DEFINE_ROWS(rows_q8_0, row_kernel, QMM_TYPE_Q8_0)
-QMM_I8_DEFINE_ROWS(rows_q2_K, row_kernel, QMM_TYPE_Q2_K)
-QMM_I8_DEFINE_ROWS(rows_q3_K, row_kernel, QMM_TYPE_Q3_K)
-QMM_I8_DEFINE_ROWS(rows_q4_K, row_kernel, QMM_TYPE_Q4_K)
-QMM_I8_DEFINE_ROWS(rows_q5_K, row_kernel, QMM_TYPE_Q5_K)
-QMM_I8_DEFINE_ROWS(rows_q6_K, row_kernel, QMM_TYPE_Q6_K)
-QMM_I8_DEFINE_ROWS(rows_iq4_nl, row_kernel, QMM_TYPE_IQ4_NL)
-QMM_I8_DEFINE_ROWS(rows_iq4_xs, row_kernel, QMM_TYPE_IQ4_XS)
-QMM_I8_DEFINE_ROWS(rows_mxfp4, row_kernel, QMM_TYPE_MXFP4)
-QMM_I8_DEFINE_ROWS(rows_nvfp4, row_kernel, QMM_TYPE_NVFP4)
+/* One instance per type (gemv_int8_common.h's row walk). */
+#define ROWS(p, E, nm) QMM_I8_DEFINE_ROWS(p##_##nm, row_kernel, QMM_TYPE_##E)
+QMM_I8_TYPES(ROWS, rows)
+#undef ROWS
 
 static qmm_i8_rows_fn rows_for(qmm_type t) {
     switch (t) {
-    case QMM_TYPE_Q4_0: return rows_q4_0;
-    case QMM_TYPE_Q4_1: return rows_q4_1;
-    case QMM_TYPE_Q5_0: return rows_q5_0;
-    case QMM_TYPE_Q5_1: return rows_q5_1;
-    case QMM_TYPE_Q8_0: return rows_q8_0;
-    case QMM_TYPE_Q2_K: return rows_q2_K;
-    case QMM_TYPE_Q3_K: return rows_q3_K;
-    case QMM_TYPE_Q4_K: return rows_q4_K;
-    case QMM_TYPE_Q5_K: return rows_q5_K;
-    case QMM_TYPE_Q6_K: return rows_q6_K;
-    case QMM_TYPE_IQ4_NL: return rows_iq4_nl;
-    case QMM_TYPE_IQ4_XS: return rows_iq4_xs;
-    case QMM_TYPE_MXFP4: return rows_mxfp4;
-    case QMM_TYPE_NVFP4: return rows_nvfp4;
+    QMM_I8_TYPES(QMM_I8_CASE_RETURN, rows)
     default: return NULL;
     }
 }

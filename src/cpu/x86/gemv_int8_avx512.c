@@ -63,9 +63,7 @@
 
 bool qmm_x86_gemv_int8_avx512_has_type(qmm_type type) {
     switch (type) {
-    case QMM_TYPE_Q4_0: case QMM_TYPE_Q4_1: case QMM_TYPE_Q5_0: case QMM_TYPE_Q5_1:
-    case QMM_TYPE_Q8_0: case QMM_TYPE_Q2_K: case QMM_TYPE_Q3_K: case QMM_TYPE_Q4_K:
-    case QMM_TYPE_Q5_K: case QMM_TYPE_Q6_K:
+    QMM_I8_INTEGER_TYPES(QMM_I8_CASE, )
         return true;
     default: /* the codebook types: gemv_int8_codebook_avx512.c */
         return qmm_x86_gemv_int8_codebook_has_type(type);
@@ -196,11 +194,7 @@ static inline float f16_one(const void *p) {
 static inline __attribute__((always_inline)) void decode_legacy(
     qmm_type type, const unsigned char *b0, int nb, __m512i wv[8], __m512 dw[2], __m512 mw[2]) {
     const __m512i low4 = _mm512_set1_epi8(0x0F);
-    const size_t bs = type == QMM_TYPE_Q4_0   ? sizeof(block_q4_0)
-                      : type == QMM_TYPE_Q4_1 ? sizeof(block_q4_1)
-                      : type == QMM_TYPE_Q5_0 ? sizeof(block_q5_0)
-                      : type == QMM_TYPE_Q5_1 ? sizeof(block_q5_1)
-                                              : sizeof(block_q8_0);
+    const size_t bs = qmm_i8_block_bytes(type);
     const size_t qs_at = type == QMM_TYPE_Q4_0   ? offsetof(block_q4_0, qs)
                          : type == QMM_TYPE_Q4_1 ? offsetof(block_q4_1, qs)
                          : type == QMM_TYPE_Q5_0 ? offsetof(block_q5_0, qs)
@@ -455,7 +449,6 @@ static inline __m512i pair_sums(__m512i a, __m512i b, __m512i even, __m512i odd)
                             _mm512_permutex2var_epi32(a, odd, b));
 }
 
-#define block_bytes qmm_i8_block_bytes
 #define offset_shift qmm_i8_offset_shift
 #define has_min qmm_i8_has_min
 
@@ -480,7 +473,7 @@ static inline __attribute__((always_inline)) void row_kernel(
     /* 16-element sub-blocks: lanes 0..15 hold those of the chunk's first super-block, so the
      * bytes of idx0 order a super-block's 16 scales as its lanes */
     const __m128i sc_order = _mm512_cvtepi32_epi8(idx0);
-    const size_t chunk_bytes = block_bytes(type) * (kq ? 2 : 16);
+    const size_t chunk_bytes = qmm_i8_chunk_bytes(type);
     __m512 accs[GROUP][NMAX];
     for (int r = 0; r < R; r++)
         for (int64_t j = 0; j < n; j++) accs[r][j] = _mm512_setzero_ps();
@@ -568,29 +561,15 @@ static inline __attribute__((always_inline)) void row_kernel(
         for (int64_t j = 0; j < n; j++) y[j * ldy + r] = _mm512_reduce_add_ps(accs[r][j]);
 }
 
-QMM_I8_DEFINE_ROWS(rows_q4_0, row_kernel, QMM_TYPE_Q4_0)
-QMM_I8_DEFINE_ROWS(rows_q4_1, row_kernel, QMM_TYPE_Q4_1)
-QMM_I8_DEFINE_ROWS(rows_q5_0, row_kernel, QMM_TYPE_Q5_0)
-QMM_I8_DEFINE_ROWS(rows_q5_1, row_kernel, QMM_TYPE_Q5_1)
-QMM_I8_DEFINE_ROWS(rows_q8_0, row_kernel, QMM_TYPE_Q8_0)
-QMM_I8_DEFINE_ROWS(rows_q2_K, row_kernel, QMM_TYPE_Q2_K)
-QMM_I8_DEFINE_ROWS(rows_q3_K, row_kernel, QMM_TYPE_Q3_K)
-QMM_I8_DEFINE_ROWS(rows_q4_K, row_kernel, QMM_TYPE_Q4_K)
-QMM_I8_DEFINE_ROWS(rows_q5_K, row_kernel, QMM_TYPE_Q5_K)
-QMM_I8_DEFINE_ROWS(rows_q6_K, row_kernel, QMM_TYPE_Q6_K)
+/* One instance per type (gemv_int8_common.h's row walk); the codebook types are
+ * gemv_int8_codebook_avx512.c's. */
+#define ROWS(p, E, nm) QMM_I8_DEFINE_ROWS(p##_##nm, row_kernel, QMM_TYPE_##E)
+QMM_I8_INTEGER_TYPES(ROWS, rows)
+#undef ROWS
 
 static qmm_i8_rows_fn rows_for(qmm_type type) {
     switch (type) {
-    case QMM_TYPE_Q4_0: return rows_q4_0;
-    case QMM_TYPE_Q4_1: return rows_q4_1;
-    case QMM_TYPE_Q5_0: return rows_q5_0;
-    case QMM_TYPE_Q5_1: return rows_q5_1;
-    case QMM_TYPE_Q8_0: return rows_q8_0;
-    case QMM_TYPE_Q2_K: return rows_q2_K;
-    case QMM_TYPE_Q3_K: return rows_q3_K;
-    case QMM_TYPE_Q4_K: return rows_q4_K;
-    case QMM_TYPE_Q5_K: return rows_q5_K;
-    case QMM_TYPE_Q6_K: return rows_q6_K;
+    QMM_I8_INTEGER_TYPES(QMM_I8_CASE_RETURN, rows)
     default: return NULL;
     }
 }

@@ -60,34 +60,37 @@
 #define LANES QMM_I8_LANES
 #define GROUP QMM_I8_GROUP
 
-/* The kernels of this file, one per type. */
-typedef enum cb_kind { CB_NONE = -1, CB_IQ4_NL, CB_IQ4_XS, CB_MXFP4, CB_NVFP4 } cb_kind;
+/* The kernels of this file, one per type (CB_<ENUM>: the list of cpu/int8_types.h). */
+#define KIND(p, E, nm) CB_##E,
+typedef enum cb_kind { CB_NONE = -1, QMM_I8_CODEBOOK_TYPES(KIND, ) } cb_kind;
+#undef KIND
 
 static cb_kind kind_of(qmm_type type) {
+#define KIND(p, E, nm) case QMM_TYPE_##E: return CB_##E;
     switch (type) {
-    case QMM_TYPE_IQ4_NL: return CB_IQ4_NL;
-    case QMM_TYPE_IQ4_XS: return CB_IQ4_XS;
-    case QMM_TYPE_MXFP4: return CB_MXFP4;
-    case QMM_TYPE_NVFP4: return CB_NVFP4;
+    QMM_I8_CODEBOOK_TYPES(KIND, )
     default: return CB_NONE;
     }
+#undef KIND
+}
+
+/* The type of a kind (CB_NONE: the callers return before, qmm_x86_gemv_int8_codebook_has_type). */
+static qmm_type type_of(cb_kind kd) {
+#define TYPE(p, E, nm) case CB_##E: return QMM_TYPE_##E;
+    switch (kd) {
+    QMM_I8_CODEBOOK_TYPES(TYPE, )
+    default: return QMM_TYPE_COUNT;
+    }
+#undef TYPE
 }
 
 bool qmm_x86_gemv_int8_codebook_has_type(qmm_type type) { return kind_of(type) != CB_NONE; }
 
 /* Sub-blocks of 16 elements (two lane vectors per chunk) or of 32 (one). */
-static bool sub16(cb_kind kd) { return kd == CB_NVFP4; }
+static bool sub16(cb_kind kd) { return qmm_i8_sub16(type_of(kd)); }
 
 /* Bytes of W per 512-element chunk. */
-static size_t chunk_bytes(cb_kind kd) {
-    switch (kd) {
-    case CB_IQ4_NL: return 16 * sizeof(block_iq4_nl);
-    case CB_IQ4_XS: return 2 * sizeof(block_iq4_xs);
-    case CB_MXFP4: return 16 * sizeof(block_mxfp4);
-    case CB_NVFP4: return 8 * sizeof(block_nvfp4);
-    default: return 0; /* CB_NONE: the callers return before (qmm_x86_gemv_int8_codebook_has_type) */
-    }
-}
+static size_t chunk_bytes(cb_kind kd) { return qmm_i8_chunk_bytes(type_of(kd)); }
 
 /* ---------------------------------------------------------------------------------------
  * X layout (gemv_int8_common.h): the register order below; result lanes in natural sub-block
@@ -103,7 +106,7 @@ static int elem(qmm_type type, int v, int b) {
 }
 
 static void layout_make(qmm_type type, qmm_i8_layout *lo) {
-    lo->sub_size = sub16(kind_of(type)) ? 16 : 32;
+    lo->sub_size = qmm_i8_sub16(type) ? 16 : 32;
     lo->lanes = CHUNK / lo->sub_size;
     lo->flip = 0;
     for (int l = 0; l < LANES; l++) lo->lane_sub[l] = l < lo->lanes ? l : 0;
@@ -351,12 +354,11 @@ static inline __attribute__((always_inline)) void row_kernel(
 }
 
 /* One instance per type (gemv_int8_common.h's row walk). */
-QMM_I8_DEFINE_ROWS(rows_iq4_nl, row_kernel, CB_IQ4_NL)
-QMM_I8_DEFINE_ROWS(rows_iq4_xs, row_kernel, CB_IQ4_XS)
-QMM_I8_DEFINE_ROWS(rows_mxfp4, row_kernel, CB_MXFP4)
-QMM_I8_DEFINE_ROWS(rows_nvfp4, row_kernel, CB_NVFP4)
+#define ROWS(p, E, nm) QMM_I8_DEFINE_ROWS(p##_##nm, row_kernel, CB_##E)
+QMM_I8_CODEBOOK_TYPES(ROWS, rows)
+#undef ROWS
 
-static const qmm_i8_rows_fn rows_for[] = {rows_iq4_nl, rows_iq4_xs, rows_mxfp4, rows_nvfp4};
+static const qmm_i8_rows_fn rows_for[] = {QMM_I8_CODEBOOK_TYPES(QMM_I8_NAME, rows)};
 
 QMM_I8_LAYOUT_CACHE(layout_for, layout_make, qmm_x86_gemv_int8_codebook_has_type)
 

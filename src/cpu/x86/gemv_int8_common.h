@@ -1,9 +1,9 @@
 /*
  * gemv_int8_common.h — the ISA-independent half of the int8 gemv kernels on native GGUF
  * blocks (AVX-512-VNNI: gemv_int8_avx512.c, gemv_int8_codebook_avx512.c; AVX2 and AVX-VNNI on
- * ymm: gemv_int8_avx2_impl.h): the per-type constants, the layout of the quantized X, the walk
- * over groups of W rows, and the driver (gemv_int8_driver.c, portable C) that quantizes X and
- * hands tasks of W rows to the threads.
+ * ymm: gemv_int8_avx2_impl.h): the layout of the quantized X, the walk over groups of W rows,
+ * and the driver (gemv_int8_driver.c, portable C) that quantizes X and hands tasks of W rows
+ * to the threads. The types and their per-type facts: cpu/int8_types.h (shared with aarch64).
  *
  * What every int8 gemv shares (docs/KERNELS.md, "gemv_int8_avx512" and "int8_avx2"):
  *   - X is quantized per call, per 32-element block, by the int8 rule (qmm_x86_int8_quantize_row
@@ -35,6 +35,7 @@
 #include <stdint.h>
 #include <xmmintrin.h>
 
+#include "cpu/int8_types.h"
 #include "cpu/x86/gemv_int8_tasks.h"
 #include "formats/blocks.h"
 #include "qmm.h"
@@ -44,70 +45,10 @@
 #define QMM_I8_LANES 32  /* per-lane X data per chunk (16 used by 32-element sub-blocks) */
 #define QMM_I8_RUN 8     /* the X permutation moves runs of 8 consecutive elements */
 
-static inline bool qmm_i8_k_quant(qmm_type t) {
-    return t == QMM_TYPE_Q2_K || t == QMM_TYPE_Q3_K || t == QMM_TYPE_Q4_K ||
-           t == QMM_TYPE_Q5_K || t == QMM_TYPE_Q6_K;
-}
-
-/* The 4-bit codebook types: a nibble through a 16-entry int8 table, a float scale per
- * sub-block, no offset, no min. */
-static inline bool qmm_i8_codebook(qmm_type t) {
-    return t == QMM_TYPE_IQ4_NL || t == QMM_TYPE_IQ4_XS || t == QMM_TYPE_MXFP4 ||
-           t == QMM_TYPE_NVFP4;
-}
-
-/* Sub-blocks of 16 elements (two lane vectors per chunk) or of 32 (one). */
-static inline bool qmm_i8_sub16(qmm_type t) {
-    return t == QMM_TYPE_Q2_K || t == QMM_TYPE_Q3_K || t == QMM_TYPE_Q6_K ||
-           t == QMM_TYPE_NVFP4;
-}
-
-/* Types whose dequantizer adds a min per sub-block (w = d q + m). */
-static inline bool qmm_i8_has_min(qmm_type t) {
-    return t == QMM_TYPE_Q4_1 || t == QMM_TYPE_Q5_1 || t == QMM_TYPE_Q2_K ||
-           t == QMM_TYPE_Q4_K || t == QMM_TYPE_Q5_K;
-}
-
-/* log2 of the offset subtracted from the unsigned quant (0: none). */
-static inline int qmm_i8_offset_shift(qmm_type t) {
-    switch (t) {
-    case QMM_TYPE_Q4_0: return 3;
-    case QMM_TYPE_Q5_0: return 4;
-    case QMM_TYPE_Q3_K: return 2;
-    case QMM_TYPE_Q6_K: return 5;
-    default: return 0;
-    }
-}
-
-/* Bytes of one block of the type (0 for a type no int8 gemv handles). */
-static inline size_t qmm_i8_block_bytes(qmm_type t) {
-    switch (t) {
-    case QMM_TYPE_Q4_0: return sizeof(block_q4_0);
-    case QMM_TYPE_Q4_1: return sizeof(block_q4_1);
-    case QMM_TYPE_Q5_0: return sizeof(block_q5_0);
-    case QMM_TYPE_Q5_1: return sizeof(block_q5_1);
-    case QMM_TYPE_Q8_0: return sizeof(block_q8_0);
-    case QMM_TYPE_Q2_K: return sizeof(block_q2_K);
-    case QMM_TYPE_Q3_K: return sizeof(block_q3_K);
-    case QMM_TYPE_Q4_K: return sizeof(block_q4_K);
-    case QMM_TYPE_Q5_K: return sizeof(block_q5_K);
-    case QMM_TYPE_Q6_K: return sizeof(block_q6_K);
-    case QMM_TYPE_IQ4_NL: return sizeof(block_iq4_nl);
-    case QMM_TYPE_IQ4_XS: return sizeof(block_iq4_xs);
-    case QMM_TYPE_MXFP4: return sizeof(block_mxfp4);
-    case QMM_TYPE_NVFP4: return sizeof(block_nvfp4);
-    default: return 0;
-    }
-}
-
-/* Elements per block (32, 64 for nvfp4, 256 for the K-quants and iq4_xs). */
-static inline int qmm_i8_block_elems(qmm_type t) {
-    return qmm_i8_k_quant(t) || t == QMM_TYPE_IQ4_XS ? 256 : t == QMM_TYPE_NVFP4 ? 64 : 32;
-}
-
-/* Bytes of W per chunk of 512 elements. */
+/* Bytes of W per chunk of 512 elements (0 for a type outside the class). */
 static inline size_t qmm_i8_chunk_bytes(qmm_type t) {
-    return qmm_i8_block_bytes(t) * (size_t)(QMM_I8_CHUNK / qmm_i8_block_elems(t));
+    const int be = qmm_i8_block_elems(t);
+    return be == 0 ? 0 : qmm_i8_block_bytes(t) * (size_t)(QMM_I8_CHUNK / be);
 }
 
 /* The X layout of one ISA's kernels for one type. */

@@ -235,8 +235,8 @@ void qmm_x86_int8_quantize_row_generic(const float *x, int64_t k, int8_t *q, flo
  * int8 GEMV on native blocks, every quantized type (gemv_int8_avx512.c, AVX-512-VNNI)
  * ------------------------------------------------------------------------------------- */
 
-/* True if qmm_x86_gemv_int8_avx512 handles `type` (q4_0, q4_1, q5_0, q5_1, q8_0, q2_K, q3_K,
- * q4_K, q5_K, q6_K). */
+/* True if qmm_x86_gemv_int8_avx512 handles `type`: QMM_I8_TYPES (cpu/int8_types.h), the
+ * integer types here, the codebook types forwarded (below). */
 bool qmm_x86_gemv_int8_avx512_has_type(qmm_type type);
 
 /* The largest n for which the int8 strategy runs qmm_x86_gemv_int8_avx512 rather than the
@@ -285,9 +285,8 @@ void qmm_x86_gemv_int8_codebook(qmm_type type, int64_t m, int64_t k, const unsig
  * (gemv_int8_avxvnni.c: vpdpbusd on ymm); one source, gemv_int8_avx2_impl.h
  * ------------------------------------------------------------------------------------- */
 
-/* True if qmm_x86_gemv_int8_avx2 (and _avxvnni) handles `type`: the types of
- * qmm_x86_gemv_int8_avx512_has_type (q4_0, q4_1, q5_0, q5_1, q8_0, q2_K .. q6_K, iq4_nl,
- * iq4_xs, mxfp4, nvfp4). */
+/* True if qmm_x86_gemv_int8_avx2 (and _avxvnni) handles `type`: QMM_I8_TYPES
+ * (cpu/int8_types.h), as qmm_x86_gemv_int8_avx512_has_type. */
 bool qmm_x86_gemv_int8_avx2_has_type(qmm_type type);
 
 /* Scratch bytes qmm_x86_gemv_int8_avx2 / _avxvnni need for n X rows of k elements (the same
