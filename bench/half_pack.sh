@@ -4,7 +4,8 @@
 # .carry/bins.tar.xz (with the commit they were built from) for bench/half_run.sh on the GPU
 # machine; with GGML_BUILD set (a ggml build with -DGGML_CUDA=ON, outside the repository) and
 # GGML_MMBENCH (its ggml_mmbench binary, ../shared/peer/README.md), also .carry/ggml.tar.xz.
-# .carry/ is kept out of git by .git/info/exclude.
+# .carry/deps gets the runtime .debs from .deps (docs/CUDA.md "The GPU run script"), so that
+# .carry alone is carried. .carry/ is kept out of git by .git/info/exclude.
 set -euo pipefail
 BUILD=${BUILD:-/tmp/qmm-h200}
 [ -f "$BUILD/CMakeCache.txt" ] || cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
@@ -20,6 +21,11 @@ mkdir -p .carry
 grep -qx '/.carry/' .git/info/exclude 2>/dev/null || echo '/.carry/' >> .git/info/exclude
 tar -cJf .carry/bins.tar.xz -C "$S" .
 rm -rf "$S"
+# the runtime libraries the binaries need there (OpenBLAS, cmocka, cJSON), from .deps
+mkdir -p .carry/deps
+for d in libopenblas0_ libopenblas0-pthread_ libgfortran5_ libquadmath0_ libcmocka0_ libcjson1_; do
+  cp .deps/$d*.deb .carry/deps/
+done
 if [ -n "${GGML_BUILD:-}" ] && [ -n "${GGML_MMBENCH:-}" ]; then
   G=$(mktemp -d)
   cp "$GGML_MMBENCH" "$G/ggml_mmbench"

@@ -4,7 +4,7 @@
 #   bash bench/half_run.sh
 # Binaries: $BINS (default .carry/bins: test_cuda, test_conformance, cuda_bench built for
 # sm_90a elsewhere, carried as .carry/bins.tar.xz; bench/half_pack.sh makes it);
-# the runtime libraries from .deps/*.deb (docs/CUDA.md "The GPU run script"). ggml's CUDA
+# the runtime libraries from .deps/*.deb or .carry/deps/*.deb (docs/CUDA.md "The GPU run script"). ggml's CUDA
 # backend as the peer, when .carry/ggml.tar.xz holds ggml_mmbench and its libraries
 # (../shared/peer/README.md; built outside the repository).
 # HALF_STEPS (default "tests sweep prefill peer sanitize full"):
@@ -38,8 +38,10 @@ loads() { [ -x "$1" ] && ! ldd "$1" | grep -q "not found"; }
 summary() { grep -E "^\[ +(FAILED|PASSED) +\]|^\[  FAILED  \]|runs|agree|rror|fail" "$1" | head -"${2:-8}"; }
 
 echo "== machine"; date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
-if [ -d .deps ]; then
-  for f in .deps/*.deb; do dpkg -x "$f" /tmp/deps; done
+DEBS=.deps
+[ -d .deps ] || DEBS=.carry/deps
+if [ -d "$DEBS" ]; then
+  for f in "$DEBS"/*.deb; do dpkg -x "$f" /tmp/deps; done
   D=/tmp/deps/usr/lib/x86_64-linux-gnu
   export LD_LIBRARY_PATH=$D:$D/openblas-pthread:${LD_LIBRARY_PATH:-}
 fi

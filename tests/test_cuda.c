@@ -682,8 +682,9 @@ static void test_batch_invariant(void **state) {
 }
 
 /* gemv and fused at m > 65535, n = 2048 and with 16-byte-aligned X rows (ldx a multiple of
- * 4, the vector load paths; f16 k = 7 ends in a partial quad): within limits, and every n
- * gives the same bits for the rows it shares with n_max. */
+ * 4, the vector load paths; f16 k = 7 ends in a partial quad), in batch-invariant mode: within
+ * limits, and every n gives the same bits for the rows it shares with n_max (without the flag
+ * fused may split k by n: test_fused_repack). */
 static void test_large_extents(void **state) {
     (void)state;
     static const struct {
@@ -694,7 +695,7 @@ static void test_large_extents(void **state) {
                  {QMM_TYPE_F16, 37, 7, 130, 1}};
     const qmm_strategy strat[] = {QMM_STRATEGY_GEMV, QMM_STRATEGY_FUSED};
     tu_rng r = tu_rng_make(77);
-    qmm_context *ctx = cuda_context(0, NULL);
+    qmm_context *ctx = cuda_context(QMM_FLAG_BATCH_INVARIANT, NULL);
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
         if (quick() && cases[ci].m > 1000) continue;
         g_ldx_pad = cases[ci].pad;
@@ -960,7 +961,7 @@ static void test_cache_none(void **state) {
 }
 
 /* The default policy: auto never makes an f16 or fp8 copy and never runs dequant_sgemm; its
- * copies stay within 2x the GGUF bytes: gemv through n = 8, then fused on the int8 repack for
+ * copies stay within 2x the GGUF bytes: gemv through n = 9 (a small W), then fused on the int8 repack for
  * q8_0 (a 1.06x copy at 256x1024) and q4_0 (nibbles: 1.11x), for every type a path that passes
  * its limits. */
 static void test_auto_default_policy(void **state) {
@@ -985,11 +986,13 @@ static void test_auto_default_policy(void **state) {
             if (got == QMM_STRATEGY_CACHED_F16 || got == QMM_STRATEGY_FP8 || got == QMM_STRATEGY_DEQUANT_SGEMM)
                 fail_msg("auto under the default policy chose %s for %s n=%lld", qmm_strategy_name(got),
                          qmm_type_name(t), (long long)ns[ni]);
-            const qmm_strategy want = ns[ni] <= 8 ? QMM_STRATEGY_GEMV
+            /* 256 x 1024 stays below the sm_90 row's gemv_max_work (10M) through gemv_max_n = 9 */
+            const bool small = ns[ni] <= 9;
+            const qmm_strategy want = small ? QMM_STRATEGY_GEMV
                                       : t == QMM_TYPE_Q8_0 || t == QMM_TYPE_Q4_0 || t == QMM_TYPE_F16
                                           ? QMM_STRATEGY_FUSED
                                           : got;
-            if (ns[ni] > 8 && (t == QMM_TYPE_Q8_0 || t == QMM_TYPE_Q4_0)) { /* on the int8 repack */
+            if (!small && (t == QMM_TYPE_Q8_0 || t == QMM_TYPE_Q4_0)) { /* on the int8 repack */
                 qmm_path path;
                 QMM_OK_(qmm_matmul_path(ctx, w, ns[ni], &path));
                 if (strcmp(path.kernel, "fused_repack_mma_f16") != 0)

@@ -611,6 +611,7 @@ static qmm_status fused_prepare_repack(const qmm_context *ctx, const qmm_weights
     if (st == QMM_ERR_OUT_OF_MEMORY) {
         qmm_log(1, "cuda fused: %s; keeping to the shared-memory kernel for these weights", qmm_last_error());
         cw->fused_no_repack = true;
+        cw->auto_skip[QMM_STRATEGY_INT8] = true; /* the same copy: auto does not try int8 for it either */
         return QMM_OK;
     }
     *repack = st == QMM_OK;
@@ -628,11 +629,13 @@ static qmm_strategy resolve_auto(const qmm_context *ctx, const qmm_weights *w, i
     if (n >= a.fp8_min_n && ctx_cc(ctx) >= 89 && !cw->nonfinite && cw->m_pad <= INT_MAX &&
         cw->k_pad <= INT_MAX && auto_may(ctx, w, QMM_STRATEGY_FP8))
         return QMM_STRATEGY_FP8;
-    if (n <= a.gemv_max_n) return QMM_STRATEGY_GEMV;
+    if (n <= a.gemv_max_n && (double)n * (double)w->m * (double)w->k <= (double)a.gemv_max_work)
+        return QMM_STRATEGY_GEMV;
     if (n >= a.fused_min_n && cw->f16_fits && fused_repack_planned(ctx, w, cw)) return QMM_STRATEGY_FUSED;
     if (n >= a.int8_min_n && qmm_cuda_int8_has_type(w->type) && ctx_cc(ctx) >= 80 &&
         auto_may(ctx, w, QMM_STRATEGY_INT8))
         return QMM_STRATEGY_INT8;
+    if (n <= a.gemv_max_n) return QMM_STRATEGY_GEMV;
     if (cw->f16_fits) return QMM_STRATEGY_FUSED;
     if (ctx->params.cache == QMM_CACHE_UNLIMITED && blas_dims && auto_may(ctx, w, QMM_STRATEGY_DEQUANT_SGEMM))
         return QMM_STRATEGY_DEQUANT_SGEMM;

@@ -115,7 +115,7 @@ typedef struct qmm_cuda_weights {
      * the workspace it needs): auto does not choose it again for them. */
     bool auto_skip[QMM_STRATEGY_COUNT];
     /* fused ran out of device memory making the int8 repack (or the workspace) it reads: it
-     * keeps to the shared-memory kernel for these weights. */
+     * keeps to the shared-memory kernel for these weights (and auto skips int8 for them). */
     bool fused_no_repack;
 } qmm_cuda_weights;
 
@@ -124,10 +124,11 @@ typedef struct qmm_cuda_weights {
  * QMM_FLAG_BATCH_INVARIANT, the first that applies of
  *   cached_f16  n >= f16_min_n, W fits f16 and the cache policy lets W hold its f16 copy;
  *   fp8         n >= fp8_min_n, sm_89+, W finite and the policy lets W hold its fp8 copy;
- *   gemv        n <= gemv_max_n;
+ *   gemv        n <= gemv_max_n and n * m * k <= gemv_max_work;
  *   fused       n >= fused_min_n, W fits f16 and fused reads the int8 repack now (a type with
  *               a repacker, the policy lets W hold that copy, not during capture: half.cu);
  *   int8        n >= int8_min_n, a type with a repacker and the policy lets W hold its copy;
+ *   gemv        n <= gemv_max_n;
  *   fused       W fits f16;
  *   dequant_sgemm  with QMM_CACHE_UNLIMITED (its f32 scratch is m*k*4 bytes of workspace);
  *   gemv        otherwise.
@@ -136,7 +137,7 @@ typedef struct qmm_cuda_weights {
 typedef struct qmm_cuda_auto_row {
     int cc;             /* compute capability 10*major + minor of the class; 0: every GPU */
     int type;           /* a qmm_type, or -1: every type without its own row in the class */
-    int64_t f16_min_n, fp8_min_n, gemv_max_n, fused_min_n, int8_min_n;
+    int64_t f16_min_n, fp8_min_n, gemv_max_n, gemv_max_work, fused_min_n, int8_min_n;
 } qmm_cuda_auto_row;
 
 /* The row for (cc, type): its own, else the class's row for every type, else the row of
