@@ -351,7 +351,7 @@ __global__ void __launch_bounds__(32 * WM * WN) h16_gemm_kernel(const h16_args a
  * pipeline stages) and the rate of each on a loaded SM, in multiply-adds per microsecond, for
  * the types whose W values are formed in f16 (q4_0, q5_0, q8_0) and in f32 (the others): the
  * kernel-time model h16_choose uses. Measured on the H200 with `bash bench/half_run.sh` (step
- * sweep; bench/results/2026-12-02-h200-fused-repack.md), q4_0 and q4_K 4608x1024 at n = 512,
+ * sweep; bench/results/h200-fused-repack.md), q4_0 and q4_K 4608x1024 at n = 512,
  * where every configuration fills the GPU. */
 struct h16_cfg {
     int wm, wn, mi, ni, stages;
