@@ -3,7 +3,7 @@
  * f32 accumulation). W is read from the int8 strategy's fragment-order copy (int8.cu: nibbles
  * for q4_0/q4_1/q4_K, int8 quants otherwise, f32 scale and min per sub-block) and decoded to
  * f16 in registers; X is rounded to f16 once per call (h16_x_kernel); mma.sync m16n8k16 with
- * f32 accumulators, one chain of MMAs over k in increasing steps of 16 for every output.
+ * f32 accumulators, one chain of MMAs over k (or over a split of k) in increasing steps of 16.
  *
  * Values. Every W element is the f16 rounding (RNE) of its exact f32 dequantized value — the
  * same f16 as the cached_f16 copy and the shared-memory kernel of fused.cu:
