@@ -24,7 +24,7 @@ rm -rf "$S"
 # the runtime libraries the binaries need there (OpenBLAS, cmocka, cJSON), from .deps
 mkdir -p .carry/deps
 for d in libopenblas0_ libopenblas0-pthread_ libgfortran5_ libquadmath0_ libcmocka0_ libcjson1_; do
-  cp .deps/$d*.deb .carry/deps/
+  cp .deps/$d*.deb .carry/deps/ || echo "half_pack: no $d*.deb in .deps (scripts/deps.sh, docs/CUDA.md)" >&2
 done
 if [ -n "${GGML_BUILD:-}" ] && [ -n "${GGML_MMBENCH:-}" ]; then
   G=$(mktemp -d)

@@ -30,7 +30,7 @@ OUT=${OUT:-$PWD/out}
 L=$OUT/logs
 mkdir -p "$L"
 left() { echo $((END - $(date +%s))); }
-lim() { local l; l=$(left); [ "$1" -lt "$l" ] && echo "$1" || echo "$l"; }
+lim() { local l; l=$(left); [ "$l" -lt 1 ] && l=1; [ "$1" -lt "$l" ] && echo "$1" || echo "$l"; }
 step() { case "$steps" in *" $1 "*) ;; *) return 1;; esac
          if [ "$(left)" -lt 15 ]; then echo "== $1: skipped (deadline)"; return 1; fi
          echo "== $1 ($(( $(date +%s) - T0 )) s, $(left) s left)"; }
@@ -109,9 +109,10 @@ if step ncu; then
   done
 fi
 if step sanitize; then
+  CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   for tool in memcheck racecheck; do
     QMM_TEST_CUDA_QUICK=1 QMM_TEST_CUDA_FILTER='test_fused_repack' timeout "$(lim 90)" \
-      compute-sanitizer --tool $tool --error-exitcode 99 "$T" > "$L/sanitizer_$tool.log" 2>&1
+      "$CS" --tool $tool --error-exitcode 99 "$T" > "$L/sanitizer_$tool.log" 2>&1
     echo "$tool rc=$?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED' "$L/sanitizer_$tool.log" | tr '\n' ' ')"
   done
 fi

@@ -239,8 +239,9 @@ QMM_API qmm_status qmm_backend_check(qmm_backend backend);
  * quantized per 32-block; class INT8) and AMX-BF16 fused above (class HALF); at level avx2,
  * int8 for the types that have an int8 kernel; on CUDA, among
  * the paths the context's qmm_cache_policy lets the weights hold memory for: with the default
- * policy gemv for decode sizes (class F32) and int8 (class INT8) or fused (class HALF) above,
- * with QMM_CACHE_UNLIMITED gemv at n = 1 and cached_f16 above (docs/CUDA.md, "auto").
+ * policy gemv (class F32) while n x m x k is small, int8 (class INT8) for larger products up to
+ * n = 8 (at n = 1 too: a 4096 x 14336 decode), fused (class HALF) above; with
+ * QMM_CACHE_UNLIMITED the same at n = 1 and cached_f16 above (docs/CUDA.md, "auto").
  * qmm_matmul_path names the kernel and its class; force GEMV (exact, F32 class) or another
  * strategy when a class matters.
  */

@@ -9,7 +9,7 @@
  * f16 at n = 1, 8, 512; docs/CUDA.md ("auto and batch invariance") gives the numbers that set
  * each threshold. fused_min_n: fused on the int8 repack against int8, q4_0, q4_K, q6_K, q8_0 on
  * the LFM shapes at n = 16, 64, 512, 2048 (`bash bench/half_run.sh`, step prefill;
- * bench/results/h200-fused-repack.md): fused is faster or within 8% at every point,
+ * bench/results/h200-fused-repack.md): fused is faster or within 7% at every point,
  * so it takes int8's place from n = 9 wherever it can read the repack. gemv_max_work: gemv,
  * int8 (its n <= 8 kernel) and fused at n = 2, 4, 8, 9 on the same shapes and types (step
  * small of the same script): gemv wins while n * m * k stays below about 10M multiply-adds
@@ -17,9 +17,9 @@
  * kernel above it (1024x4608 from n = 2: 6.2 vs 8.9 us; 4608x1024 n = 8: 6.1 vs 10.7); at
  * n = 1 the same line keeps gemv on the LFM shapes and gives int8 the decode shapes
  * (4096x14336: 16.9 vs 26.0 us, the int8 runs in bench/results). Misses of the single
- * line: q4_K 4608x1024 n = 2 (gemv 7.5, int8 6.2), 3072x1024 n = 4 (int8 5.9, gemv 4.8). gemv_max_n is the gemv's token group (QMM_CUDA_GEMV_TOKENS), the rule this
- * table replaced: gemv against int8 and fused between n = 2 and 64 is not measured yet.
- * The row for every other GPU is the same rule, not measured there. To re-measure (every
+ * line: q4_K 4608x1024 n = 2 (gemv 7.5, int8 6.2), 3072x1024 n = 4 (int8 5.9, gemv 4.8).
+ * gemv_max_n = 9: gemv still wins at n = 9 on 1024x1024 and 512x1024 (5.3 vs fused 7.4 us),
+ * although its token group is 8 (a second pass over W). The row for every other GPU is the same rule, not measured there. To re-measure (every
  * strategy, the crossovers between n = 1 and 512, copies allowed so that every path runs):
  *   qmm bench --backend cuda --cache unlimited --types q4_0,q4_K,q6_K,q8_0
  *             --strategy gemv,int8,fused,cached_f16,fp8 --n 1,2,4,8,9,16,32,64,512

@@ -583,7 +583,9 @@ static bool auto_may(const qmm_context *ctx, const qmm_weights *w, qmm_strategy 
  * out of memory before. Else fused runs the shared-memory kernel of fused.cu (same values of
  * W and X, same bound; the MMAs may round differently). */
 static bool fused_repack_possible(const qmm_context *ctx, const qmm_weights *w, const qmm_cuda_weights *cw) {
-    return qmm_cuda_int8_has_type(w->type) && ctx_cc(ctx) >= 80 && !cw->fused_no_repack;
+    /* auto_skip[INT8]: making the int8 copy ran out of memory for auto before */
+    return qmm_cuda_int8_has_type(w->type) && ctx_cc(ctx) >= 80 && !cw->fused_no_repack &&
+           (copy_made(cw, QMM_CUDA_COPY_INT8) || !cw->auto_skip[QMM_STRATEGY_INT8]);
 }
 
 static bool fused_repack_ready(const qmm_context *ctx, const qmm_weights *w, const qmm_cuda_weights *cw) {
@@ -598,21 +600,28 @@ static bool fused_repack_planned(const qmm_context *ctx, const qmm_weights *w, c
             policy_allows(ctx, cw, QMM_CUDA_COPY_INT8, true));
 }
 
-/* fused's lazy part: makes the repack and the workspace where fused_repack_ready says they
- * may be made; *repack tells which kernel runs. Out of device memory is not an error here: fused
- * then keeps to the shared-memory kernel for these weights. */
+/* fused's lazy part: makes the workspace and the repack where fused_repack_planned says they
+ * may be made; *repack tells which kernel runs. Out of memory is not an error here: this call
+ * runs the shared-memory kernel; when the copy itself did not fit, every later one on these
+ * weights too (and auto no longer tries int8 for them, which needs the same copy). */
 static qmm_status fused_prepare_repack(const qmm_context *ctx, const qmm_weights *w, qmm_cuda_weights *cw,
                                        bool *repack) {
     qmm_cuda_context *c = cctx(ctx);
     *repack = fused_repack_ready(ctx, w, cw);
     if (*repack || !fused_repack_planned(ctx, w, cw)) return QMM_OK;
     qmm_status st = grow_workspace(c, qmm_cuda_half_workspace_bytes(w->k), "fused on the int8 repack");
-    if (st == QMM_OK && !copy_made(cw, QMM_CUDA_COPY_INT8)) st = make_copy(c, w, cw, QMM_CUDA_COPY_INT8);
     if (st == QMM_ERR_OUT_OF_MEMORY) {
-        qmm_log(1, "cuda fused: %s; keeping to the shared-memory kernel for these weights", qmm_last_error());
-        cw->fused_no_repack = true;
-        cw->auto_skip[QMM_STRATEGY_INT8] = true; /* the same copy: auto does not try int8 for it either */
+        qmm_log(1, "cuda fused: %s; the shared-memory kernel runs this call", qmm_last_error());
         return QMM_OK;
+    }
+    if (st == QMM_OK && !copy_made(cw, QMM_CUDA_COPY_INT8)) {
+        st = make_copy(c, w, cw, QMM_CUDA_COPY_INT8);
+        if (st == QMM_ERR_OUT_OF_MEMORY) {
+            qmm_log(1, "cuda fused: %s; keeping to the shared-memory kernel for these weights", qmm_last_error());
+            cw->fused_no_repack = true;
+            cw->auto_skip[QMM_STRATEGY_INT8] = true;
+            return QMM_OK;
+        }
     }
     *repack = st == QMM_OK;
     return st;

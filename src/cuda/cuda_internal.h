@@ -269,7 +269,8 @@ cudaError_t qmm_cuda_half_matmul(int type, const void *wq, const float *wd, cons
                                  float *y, int64_t ldy, bool invariant, void *workspace,
                                  cudaStream_t stream);
 /* Test and bench aid: force the tile configuration (0..5, half.cu's k_h16_cfg; -1: the
- * heuristic's) and the split-k count (1..16, still never in invariant mode; -1: chosen).
+ * heuristic's; one beyond the device's shared memory is ignored) and the split-k count (1..16,
+ * still never in invariant mode; -1: chosen).
  * Process-global. */
 void qmm_cuda_half_force(int cfg, int split);
 

@@ -393,17 +393,28 @@ template <int G, bool MIN, int FMT, int MODE> struct h16_kernels {
         static unsigned long long done = 0;
         static int resident[64]; /* CTAs per SM, per device */
         auto kern = h16_gemm_kernel<G, MIN, FMT, MODE, WM, WN, MI, NI, S>;
-        cudaError_t e = i8_smem_attr(kern, Q::SMEM, &done);
-        if (e != cudaSuccess) return e;
-        if (per_sm != NULL) { /* the occupancy query only */
+        if (per_sm != NULL) { /* the occupancy query only; 0: the configuration does not fit */
             int dev = 0;
-            e = cudaGetDevice(&dev);
+            cudaError_t e = cudaGetDevice(&dev);
             if (e != cudaSuccess) return e;
             if (dev < 0 || dev >= 64) return cudaErrorInvalidDevice;
+            static int optin[64]; /* the device's opt-in shared memory per block */
+            if (optin[dev] == 0) {
+                e = cudaDeviceGetAttribute(&optin[dev], cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
+                if (e != cudaSuccess) return e;
+            }
+            if (Q::SMEM > optin[dev]) { /* e.g. 128x128 on a 99 KB GPU (sm_86, sm_89) */
+                *per_sm = 0;
+                return cudaSuccess;
+            }
+            e = i8_smem_attr(kern, Q::SMEM, &done);
+            if (e != cudaSuccess) return e;
             if (resident[dev] == 0) e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident[dev], kern, Q::THREADS, Q::SMEM);
             *per_sm = resident[dev] > 0 ? resident[dev] : 1;
             return e;
         }
+        cudaError_t e = i8_smem_attr(kern, Q::SMEM, &done);
+        if (e != cudaSuccess) return e;
         const dim3 grid((unsigned)((a->m + Q::BM - 1) / Q::BM), (unsigned)((a->nc + Q::BN - 1) / Q::BN), (unsigned)nz);
         kern<<<grid, Q::THREADS, Q::SMEM, s>>>(*a);
         return cudaGetLastError();
@@ -456,6 +467,7 @@ static cudaError_t h16_choose(int type, int64_t m, int64_t nc, int nst, bool inv
         if (!qmm_cuda_dispatch_type<h16_launch>(type, c, (const h16_args *)NULL, 0, &per_sm, (cudaStream_t)0, &e))
             return cudaErrorInvalidValue;
         if (e != cudaSuccess) return e;
+        if (per_sm == 0) continue; /* beyond the device's shared memory per block */
         const int64_t bm = 16 * q.mi * q.wm, bn = 8 * q.ni * q.wn;
         const int64_t tiles = ((m + bm - 1) / bm) * ((nc + bn - 1) / bn);
         const double rate = f16_values ? q.rate_f16 : q.rate_f32;
@@ -470,7 +482,17 @@ static cudaError_t h16_choose(int type, int64_t m, int64_t nc, int nst, bool inv
             if (t < best) best = t, *cfg = c, *split = sp;
         }
     }
-    return cudaSuccess;
+    return best < 1e300 ? cudaSuccess : cudaErrorInvalidConfiguration;
+}
+
+/* Whether configuration cfg fits the current device (for a forced one). */
+static cudaError_t h16_fits(int type, int cfg, bool *fits) {
+    int per_sm = 0;
+    cudaError_t e = cudaSuccess;
+    if (!qmm_cuda_dispatch_type<h16_launch>(type, cfg, (const h16_args *)NULL, 0, &per_sm, (cudaStream_t)0, &e))
+        return cudaErrorInvalidValue;
+    *fits = per_sm > 0;
+    return e;
 }
 
 extern "C" cudaError_t qmm_cuda_half_matmul(int type, const void *wq, const float *wd, const float *wm,
@@ -494,7 +516,12 @@ extern "C" cudaError_t qmm_cuda_half_matmul(int type, const void *wq, const floa
         int cfg = 0, split = 1;
         e = h16_choose(type, m, nc, nst, invariant, &cfg, &split);
         if (e != cudaSuccess) return e;
-        if (g_h16_cfg >= 0) cfg = g_h16_cfg;
+        if (g_h16_cfg >= 0) {
+            bool fits = false;
+            e = h16_fits(type, g_h16_cfg, &fits);
+            if (e != cudaSuccess) return e;
+            if (fits) cfg = g_h16_cfg;
+        }
         if (g_h16_split >= 1 && !invariant) split = g_h16_split;
         if (split > nst || (size_t)split * (size_t)(m * nc) * sizeof(float) > H16_PARTIAL_BYTES) split = 1;
         float *yc = y + t0 * ldy;
