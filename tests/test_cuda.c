@@ -1267,8 +1267,9 @@ static void test_lazy_copy_oom(void **state) {
  * 3-way split-k: every output within the f16 paths' limits (check_y, also against the
  * f16-rounded reference), the configurations bit-identical to each other at the same split (an
  * output's MMA chain does not depend on the tile), in batch-invariant mode a forced split not
- * made (the bits of no split), the repack held afterwards and the path named. The shared-memory kernel (QMM_CACHE_NONE) runs on the same data and passes the same
- * checks; how many outputs of the two kernels agree bit for bit is printed, not required. */
+ * made (the bits of no split), the repack held afterwards and the path named. The
+ * shared-memory kernel (QMM_CACHE_NONE) runs on the same data and passes the same checks; how
+ * many outputs of the two kernels agree bit for bit is printed, not required. */
 static bool same_bits(float a, float b);
 
 static void test_fused_repack(void **state) {
