@@ -19,8 +19,8 @@
  *                   [--int8-sweep] [--fused-sweep] [--rotate-w R]
  *   --quick: first shape only; --types / --ns / --strategies: subsets (default
  *   q4_0,q4_K,q6_K,f16; 1,8,512,2048; every strategy and auto); --shapes: instead of the LFM
- *   shapes; --decode-only: only the two
- *   large n = 1 shapes; --no-decode: without them; --int8-sweep: int8 also with each forced GEMM tile configuration and
+ *   shapes; --decode-only: only the two large n = 1 shapes; --no-decode: without them;
+ *   --int8-sweep: int8 also with each forced GEMM tile configuration and
  *   split (qmm_cuda_int8_force; rows "int8[cC sS]", each verified; n <= 8: the split only);
  *   --fused-sweep: fused also with each forced tile configuration C of its kernel on the int8
  *   repack and split-k S = 1, 2, 4 (qmm_cuda_half_force; rows "fused[cC sS]", each verified);

@@ -114,8 +114,8 @@ typedef struct qmm_cuda_weights {
     /* auto ran out of device memory preparing this strategy for these weights (its copy or
      * the workspace it needs): auto does not choose it again for them. */
     bool auto_skip[QMM_STRATEGY_COUNT];
-    /* fused ran out of device memory making the int8 repack (or the workspace) it reads: it
-     * keeps to the shared-memory kernel for these weights (and auto skips int8 for them). */
+    /* fused ran out of device memory making the int8 repack it reads: it keeps to the
+     * shared-memory kernel for these weights (and auto skips int8 for them). */
     bool fused_no_repack;
 } qmm_cuda_weights;
 
