@@ -94,7 +94,9 @@ void qmm_x86_gemm_int8_avx2_unpack_row(const qmm_x86_int8_x8 *w, int64_t i, floa
 size_t qmm_x86_gemm_int8_avx2_scratch(const qmm_x86_int8_x8 *w, int64_t n, int n_threads);
 
 /* The smallest n at which the int8 strategy below AMX (x86_backend.c) runs this GEMM for the
- * types it has (the int8 gemv below it); a constant, not measured yet. */
+ * types it has (the int8 gemv below it). Measured on AVX2 without AVX-VNNI against the gemv at
+ * n = 2..7 (bench/results/spr-avx2-int8-small-n.md): the GEMM wins at n = 4 for q4_0, q4_K,
+ * q8_0, loses at n = 2, is mixed at 6, 7, and loses for q6_K; 8 stays. */
 #define QMM_INT8_AVX2_GEMM_MIN_N 8
 
 /*
