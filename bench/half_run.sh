@@ -29,13 +29,7 @@ END=${HALF_END:-$((T0 + 540))}
 OUT=${OUT:-$PWD/out}
 L=$OUT/logs
 mkdir -p "$L"
-left() { echo $((END - $(date +%s))); }
-lim() { local l; l=$(left); [ "$l" -lt 1 ] && l=1; [ "$1" -lt "$l" ] && echo "$1" || echo "$l"; }
-step() { case "$steps" in *" $1 "*) ;; *) return 1;; esac
-         if [ "$(left)" -lt 15 ]; then echo "== $1: skipped (deadline)"; return 1; fi
-         echo "== $1 ($(( $(date +%s) - T0 )) s, $(left) s left)"; }
-loads() { [ -x "$1" ] && ! ldd "$1" | grep -q "not found"; }
-summary() { grep -E "^\[ +(FAILED|PASSED) +\]|^\[  FAILED  \]|runs|agree|rror|fail" "$1" | head -"${2:-8}"; }
+. "$(dirname "$0")/device_steps.sh"
 
 echo "== machine"; date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
 DEBS=.deps
@@ -117,9 +111,6 @@ if step sanitize; then
   done
 fi
 if step full; then
-  timeout "$(lim 200)" "$T" > "$L/test_cuda_full.log" 2>&1; echo "test_cuda (full) rc=$?"; summary "$L/test_cuda_full.log" 30
-  step full && { QMM_CONFORMANCE_BACKENDS=cuda timeout "$(lim 150)" "$C" > "$L/conformance_cuda.log" 2>&1
-    echo "test_conformance (cuda) rc=$?"; summary "$L/conformance_cuda.log" 20; }
+  full_step "$T" 200 "$C"
 fi
-echo "== half_run done ($(( $(date +%s) - T0 )) s)"
-tar -czf "$OUT/logs.tgz" -C "$OUT" logs && rm -rf "$L"
+finish half_run

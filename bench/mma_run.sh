@@ -23,12 +23,7 @@ T0=$(date +%s)
 END=${MMA_END:-$((T0 + 200))}
 L=$OUT/logs
 mkdir -p "$L"
-left() { echo $((END - $(date +%s))); }
-lim() { local l; l=$(left); [ "$1" -lt "$l" ] && echo "$1" || echo "$l"; } # min(step limit, time left)
-step() { case "$steps" in *" $1 "*) ;; *) return 1;; esac
-         if [ "$(left)" -lt 15 ]; then echo "== $1: skipped (deadline)"; return 1; fi
-         echo "== $1 ($(( $(date +%s) - T0 )) s, $(left) s left)"; }
-loads() { [ -x "$1" ] && ! ldd "$1" | grep -q "not found"; }
+. "$(dirname "$0")/device_steps.sh"
 if ! loads "$BUILD/tests/test_cuda"; then
   echo "== build test_cuda, test_conformance here"
   rm -f "$BUILD/cuda_bench" "$BUILD/tests/test_cuda" "$BUILD/tests/test_conformance"
@@ -43,7 +38,6 @@ C=$BUILD/tests/test_conformance
 B=$BUILD/cuda_bench
 loads "$B" || nvcc -O2 -Xcompiler -fopenmp -o "$B" bench/cuda_bench.c -Iinclude "$BUILD/libqmm.a" \
   -lcublas -lcublasLt -lnvrtc -lopenblas -lcjson -lgomp -lm || echo "cuda_bench build failed"
-summary() { grep -E "^\[ +(FAILED|PASSED) +\]|^\[  FAILED  \]|runs|rror|fail" "$1" | head -"${2:-8}"; }
 if step tests; then
   for f in 'test_int8*' test_batch_invariant; do
     log="$L/test_cuda_${f//[*]/}.log"
@@ -88,9 +82,6 @@ if step decodeq; then
   echo "decodeq rc=$?"; cat "$L/bench_decodeq.log"
 fi
 if step full; then
-  timeout "$(lim 150)" "$T" > "$L/test_cuda_full.log" 2>&1; echo "test_cuda (full) rc=$?"; summary "$L/test_cuda_full.log" 20
-  step full && { QMM_CONFORMANCE_BACKENDS=cuda timeout "$(lim 150)" "$C" > "$L/conformance_cuda.log" 2>&1
-    echo "test_conformance (cuda) rc=$?"; summary "$L/conformance_cuda.log" 20; }
+  full_step "$T" 150 "$C"
 fi
-echo "== mma_run done ($(( $(date +%s) - T0 )) s)"
-tar -czf "$OUT/logs.tgz" -C "$OUT" logs && rm -rf "$L"
+finish mma_run
