@@ -906,7 +906,8 @@ static void test_residency_lazy(void **state) {
 }
 
 /* QMM_CACHE_NONE: the strategies that read a copy are refused (the policy named, Y untouched),
- * auto runs gemv or fused, nothing beyond the GGUF bytes is ever held. */
+ * int8 runs at n <= 8 (on the GGUF rows), auto runs gemv or fused, nothing beyond the GGUF
+ * bytes is ever held. */
 static void test_cache_none(void **state) {
     (void)state;
     tu_rng r = tu_rng_make(0xc0e);
@@ -934,6 +935,13 @@ static void test_cache_none(void **state) {
         if (!tu_all_poison(h, io.y_count)) fail_msg("%s refused but wrote Y", qmm_strategy_name(need_copy[i]));
     }
     free(h);
+    /* int8 at n <= 8 reads the GGUF rows (int8_gemv.cu): no copy, so it runs */
+    QMM_OK_(qmm_context_set_strategy(ctx, QMM_STRATEGY_INT8));
+    for (int64_t n = 1; n <= 8; n += 7) {
+        dev_io_poison_y(ctx, &io);
+        QMM_OK_(qmm_matmul(ctx, w, n, io.x, p.ldx, io.y, p.ldy));
+        check_y(ctx, &p, &io, n, QMM_STRATEGY_INT8, "int8 at n <= 8, QMM_CACHE_NONE");
+    }
     QMM_OK_(qmm_context_set_strategy(ctx, QMM_STRATEGY_AUTO));
     const int64_t ns[] = {1, 2, 8, 9, 64, 512};
     for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++) {
@@ -1711,31 +1719,38 @@ static void int8_order_emulate(qmm_type t, int64_t m, int64_t k, int64_t m_pad, 
     free(s16);
 }
 
-/* Every int8 kernel (the skinny kernel for n <= 8, each GEMM tile configuration with and
- * without split-k, and the heuristic's choice) computes the int8 order bit for bit: every
- * quantized type, m with tails (45, 130, 257), k of one, several and many chunks (with a
- * padding block for the legacy types), n in {1, 2, 8, 9, 16, 17, 64, 65, 130}, and the LFM
- * shapes 4608x1024 and 1024x4608 for q4_0, q4_K, q6_K; Y padding intact. This is what pins
- * the fragment-order repack, the nibble expansion, the scale permutation, the epilogue and
- * the split-k reduction. */
+/* Every int8 kernel (for n <= 8 the GGUF-row kernel and the repack's skinny kernel with and
+ * without split, each GEMM tile configuration with and without split-k, and the heuristic's
+ * choice) computes the int8 order bit for bit: every quantized type, m with tails (45, 130,
+ * 257, 67, 37), k of one, several and many chunks (with a padding block for the legacy types,
+ * a partial last chunk), n in {1, 2, 8, 9, 16, 17, 64, 65, 130}, and the LFM shapes 4608x1024
+ * and 1024x4608 for q4_0, q4_K, q6_K; Y padding intact; the default path at n <= 8 is the
+ * GGUF-row kernel wherever it takes the shape. This is what pins the fragment-order repack,
+ * the nibble expansion, the scale permutation, the epilogue, the split-k reduction and the
+ * GGUF-row kernel's field extraction. */
 static void test_int8_order_exact(void **state) {
     (void)state;
     tu_rng r = tu_rng_make(144);
     qmm_context *ctx = cuda_context(0, NULL);
     static const int64_t ns[] = {1, 2, 8, 9, 16, 17, 64, 65, 130};
     const int n_n = quick() ? 5 : (int)(sizeof ns / sizeof ns[0]);
-    int runs = 0;
+    int runs = 0, direct_runs = 0;
     for (size_t ti = 0; ti < N_TYPES; ti++) {
         const qmm_type t = k_types[ti];
         if (!qmm_cuda_int8_has_type(t)) continue;
         const bool kq = qmm_type_block_size(t) == 256;
         const bool lfm = !quick() && (t == QMM_TYPE_Q4_0 || t == QMM_TYPE_Q4_K || t == QMM_TYPE_Q6_K);
-        const int64_t shapes[][2] = {{45, kq ? 256 : 96},   {130, kq ? 768 : 800}, {257, kq ? 2304 : 1056},
-                                     {4608, 1024},          {1024, 4608}};
-        const int n_shapes = lfm ? 5 : quick() ? 2 : 3;
+        /* m, k, largest n. Shapes 3..5 are the GGUF-row kernel's (int8_gemv.cu; q6_K at k = 1280
+         * has an odd number of super-blocks: the repack's kernel): a partial last chunk, five
+         * whole chunks, and rows of 32 chunks (more tasks than threads at n = 8). */
+        const int64_t shapes[][3] = {{45, kq ? 256 : 96, 130}, {130, kq ? 768 : 800, 130}, {257, kq ? 2304 : 1056, 130},
+                                     {67, 1280, 9},            {200, 2560, 9},             {37, 16384, 8},
+                                     {4608, 1024, 65},         {1024, 4608, 65}};
+        const int n_shapes = lfm ? 8 : quick() ? 4 : 6;
         for (int shi = 0; shi < n_shapes; shi++) {
+            if (quick() && shi >= 1 && shi <= 2) continue;
             const int64_t m = shapes[shi][0], k = shapes[shi][1];
-            const int64_t n_max = shi >= 3 ? 65 : ns[n_n - 1];
+            const int64_t n_max = shapes[shi][2] < ns[n_n - 1] ? shapes[shi][2] : ns[n_n - 1];
             const int64_t m_pad = qmm_cuda_int8_pad(m), k_pad = qmm_cuda_int8_pad(k);
             const int G = qmm_cuda_int8_sub_block(t);
             tu_weights tw;
@@ -1783,14 +1798,27 @@ static void test_int8_order_exact(void **state) {
             for (int ni = 0; ni < n_n && ns[ni] <= n_max; ni++) {
                 const int64_t n = ns[ni];
                 /* (cfg, split): the heuristic's, then every forced one (the skinny kernel
-                 * takes only the split) */
-                for (int v = -1; v < (n <= 8 ? 2 : 6); v++) {
-                    qmm_cuda_int8_force(v < 0 ? -1 : n <= 8 ? 0 : v / 2, v < 0 ? -1 : v % 2);
+                 * takes only the split); at n <= 8 also the GGUF-row kernel forced (v = 2;
+                 * v = 0, 1 keep to the repack's skinny kernel) */
+                for (int v = -1; v < (n <= 8 ? 3 : 6); v++) {
+                    if (v < 0 || (n <= 8 && v == 2)) qmm_cuda_int8_force(-1, -1);
+                    else qmm_cuda_int8_force(n <= 8 ? 0 : v / 2, v % 2);
+                    qmm_cuda_int8_force_gemv(n > 8 || v < 0 ? -1 : v == 2 ? 1 : 0);
+                    if (v < 0 && n <= 8) { /* the default takes the GGUF rows wherever that kernel can */
+                        qmm_path path;
+                        QMM_OK_(qmm_matmul_path(ctx, w, n, &path));
+                        const bool rows = qmm_cuda_int8_gemv_ok(t, (const void *)(uintptr_t)256, tw.row_bytes, k);
+                        if (strcmp(path.kernel, rows ? "int8_gguf_dp4a" : "int8_repack_mma") != 0)
+                            fail_msg("int8 %s m=%lld k=%lld n=%lld: kernel %s", qmm_type_name(t), (long long)m,
+                                     (long long)k, (long long)n, path.kernel);
+                        direct_runs += rows;
+                    }
                     tu_poison_fill(h, yc);
                     QMM_OK_(qmm_buffer_upload(ctx, dyy, h, yc * sizeof(float)));
                     QMM_OK_(qmm_matmul(ctx, w, n, dxx, ldx, dyy, ldy));
                     QMM_OK_(qmm_buffer_download(ctx, h, dyy, yc * sizeof(float)));
                     qmm_cuda_int8_force(-1, -1);
+                    qmm_cuda_int8_force_gemv(-1);
                     if (!tu_padding_intact(h, n, m, ldy))
                         fail_msg("int8 order %s m=%lld k=%lld n=%lld (variant %d): Y padding written",
                                  qmm_type_name(t), (long long)m, (long long)k, (long long)n, v);
@@ -1816,7 +1844,9 @@ static void test_int8_order_exact(void **state) {
             free(hm);
         }
     }
-    print_message("test_int8_order_exact: %d runs bit-identical to the int8 order\n", runs);
+    print_message("test_int8_order_exact: %d runs bit-identical to the int8 order (%d shapes and n on the "
+                  "GGUF-row kernel by default)\n", runs, direct_runs);
+    if (direct_runs == 0) fail_msg("the GGUF-row int8 kernel never ran by default");
     qmm_context_free(ctx);
 }
 

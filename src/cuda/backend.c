@@ -353,11 +353,16 @@ static void cuda_weights_memory(const qmm_weights *w, qmm_weights_memory_info *o
 
 static const char *const k_copy_name[QMM_CUDA_COPIES] = {"f16", "fp8", "int8"};
 
-static qmm_cuda_copy copy_of(qmm_strategy s) {
+/* The copy a call of s on w for n tokens reads (QMM_CUDA_COPIES: none). int8 at n <= 8 reads
+ * the GGUF rows where its kernel for them takes the shape (qmm_cuda_int8_gemv_ok). */
+static qmm_cuda_copy copy_of(const qmm_weights *w, const qmm_cuda_weights *cw, qmm_strategy s, int64_t n) {
     switch (s) {
     case QMM_STRATEGY_CACHED_F16: return QMM_CUDA_COPY_F16;
     case QMM_STRATEGY_FP8: return QMM_CUDA_COPY_FP8;
-    case QMM_STRATEGY_INT8: return QMM_CUDA_COPY_INT8;
+    case QMM_STRATEGY_INT8:
+        return n <= QMM_CUDA_INT8_GEMV_N && qmm_cuda_int8_gemv_ok(w->type, cw->q, w->row_bytes, w->k)
+                   ? QMM_CUDA_COPIES
+                   : QMM_CUDA_COPY_INT8;
     default: return QMM_CUDA_COPIES;
     }
 }
@@ -414,9 +419,9 @@ static size_t strategy_workspace(const qmm_cuda_context *c, const qmm_weights *w
 /* The workspace a first call of s must have, staging included (f16 and fp8 copies are made
  * from W dequantized into it, at least one row at a time). */
 static size_t prepare_workspace(const qmm_cuda_context *c, const qmm_weights *w,
-                                const qmm_cuda_weights *cw, qmm_strategy s) {
+                                const qmm_cuda_weights *cw, qmm_strategy s, int64_t n) {
     size_t need = strategy_workspace(c, w, cw, s);
-    const qmm_cuda_copy k = copy_of(s);
+    const qmm_cuda_copy k = copy_of(w, cw, s, n);
     if ((k == QMM_CUDA_COPY_F16 || k == QMM_CUDA_COPY_FP8) && !copy_made(cw, k)) {
         const size_t stage = staging_bytes(w, (size_t)w->k * sizeof(float));
         if (stage > need) need = stage;
@@ -426,8 +431,8 @@ static size_t prepare_workspace(const qmm_cuda_context *c, const qmm_weights *w,
 
 /* True if the next call of s on w has lazy work to do (a copy, a larger workspace). */
 static bool needs_preparing(const qmm_cuda_context *c, const qmm_weights *w, const qmm_cuda_weights *cw,
-                            qmm_strategy s) {
-    return !copy_made(cw, copy_of(s)) || prepare_workspace(c, w, cw, s) > c->workspace_bytes;
+                            qmm_strategy s, int64_t n) {
+    return !copy_made(cw, copy_of(w, cw, s, n)) || prepare_workspace(c, w, cw, s, n) > c->workspace_bytes;
 }
 
 /* cudaMalloc one array of copy k; out of memory: QMM_ERR_OUT_OF_MEMORY naming the copy. */
@@ -512,13 +517,14 @@ static qmm_status make_copy(qmm_cuda_context *c, const qmm_weights *w, qmm_cuda_
 }
 
 /* The lazy part of a call of s on w: a larger workspace, then the copy s reads. */
-static qmm_status prepare(qmm_cuda_context *c, const qmm_weights *w, qmm_cuda_weights *cw, qmm_strategy s) {
-    if (!needs_preparing(c, w, cw, s)) return QMM_OK;
+static qmm_status prepare(qmm_cuda_context *c, const qmm_weights *w, qmm_cuda_weights *cw, qmm_strategy s,
+                          int64_t n) {
+    if (!needs_preparing(c, w, cw, s, n)) return QMM_OK;
     if (stream_capturing(c)) /* resolve() refuses this first; kept so no path can allocate */
         return qmm_error(QMM_ERR_UNSUPPORTED, "strategy %s: its first call on these weights cannot "
                          "run during CUDA graph capture", qmm_strategy_name(s));
-    qmm_status st = grow_workspace(c, prepare_workspace(c, w, cw, s), qmm_strategy_name(s));
-    const qmm_cuda_copy k = copy_of(s);
+    qmm_status st = grow_workspace(c, prepare_workspace(c, w, cw, s, n), qmm_strategy_name(s));
+    const qmm_cuda_copy k = copy_of(w, cw, s, n);
     if (st == QMM_OK && !copy_made(cw, k)) st = make_copy(c, w, cw, k);
     return st;
 }
@@ -541,9 +547,9 @@ static const char *policy_name(qmm_cache_policy p) {
 
 /* A forced strategy that reads a copy: refused when the cache policy does not let W hold it,
  * or when its first call would have to run during graph capture. */
-static qmm_status check_forced(const qmm_context *ctx, const qmm_weights *w, qmm_strategy s) {
+static qmm_status check_forced(const qmm_context *ctx, const qmm_weights *w, qmm_strategy s, int64_t n) {
     const qmm_cuda_weights *cw = (const qmm_cuda_weights *)w->backend;
-    const qmm_cuda_copy k = copy_of(s);
+    const qmm_cuda_copy k = copy_of(w, cw, s, n);
     const char *sname = qmm_strategy_name(s), *tname = qmm_type_name(w->type);
     if (k != QMM_CUDA_COPIES && !policy_allows(ctx, cw, k, false)) {
         if (ctx->params.cache == QMM_CACHE_NONE)
@@ -556,7 +562,7 @@ static qmm_status check_forced(const qmm_context *ctx, const qmm_weights *w, qmm
                          "cache_limit of %g x their %zu GGUF bytes", sname, k_copy_name[k], tname,
                          copies_held(cw, k) + cw->copy_bytes[k], ctx->params.cache_limit, cw->q_bytes);
     }
-    if (needs_preparing(cctx(ctx), w, cw, s) && stream_capturing(cctx(ctx)))
+    if (needs_preparing(cctx(ctx), w, cw, s, n) && stream_capturing(cctx(ctx)))
         return qmm_error(QMM_ERR_UNSUPPORTED, "strategy %s: its first call on these %s weights %s, "
                          "which cannot happen while the stream is captured into a CUDA graph: run it "
                          "once on these weights before capturing", sname, tname,
@@ -569,12 +575,12 @@ static qmm_status check_forced(const qmm_context *ctx, const qmm_weights *w, qmm
 
 /* Whether auto may take s for w now: not given up after running out of memory, the copy
  * allowed by the policy, and no lazy work during capture. */
-static bool auto_may(const qmm_context *ctx, const qmm_weights *w, qmm_strategy s) {
+static bool auto_may(const qmm_context *ctx, const qmm_weights *w, qmm_strategy s, int64_t n) {
     const qmm_cuda_weights *cw = (const qmm_cuda_weights *)w->backend;
-    const qmm_cuda_copy k = copy_of(s);
+    const qmm_cuda_copy k = copy_of(w, cw, s, n);
     if (cw->auto_skip[s]) return false;
     if (k != QMM_CUDA_COPIES && !policy_allows(ctx, cw, k, true)) return false;
-    return !(needs_preparing(cctx(ctx), w, cw, s) && stream_capturing(cctx(ctx)));
+    return !(needs_preparing(cctx(ctx), w, cw, s, n) && stream_capturing(cctx(ctx)));
 }
 
 /* Whether fused can read the int8 repack of w now (half.cu): a type with a repacker on sm_80+,
@@ -633,27 +639,28 @@ static qmm_strategy resolve_auto(const qmm_context *ctx, const qmm_weights *w, i
     if (ctx->params.flags & QMM_FLAG_BATCH_INVARIANT) return QMM_STRATEGY_GEMV; /* one path for every n */
     const qmm_cuda_auto_row a = qmm_cuda_auto_lookup(ctx_cc(ctx), (int)w->type);
     const bool blas_dims = w->m <= INT_MAX && w->k <= INT_MAX;
-    if (n >= a.f16_min_n && blas_dims && cw->f16_fits && auto_may(ctx, w, QMM_STRATEGY_CACHED_F16))
+    if (n >= a.f16_min_n && blas_dims && cw->f16_fits && auto_may(ctx, w, QMM_STRATEGY_CACHED_F16, n))
         return QMM_STRATEGY_CACHED_F16;
     if (n >= a.fp8_min_n && ctx_cc(ctx) >= 89 && !cw->nonfinite && cw->m_pad <= INT_MAX &&
-        cw->k_pad <= INT_MAX && auto_may(ctx, w, QMM_STRATEGY_FP8))
+        cw->k_pad <= INT_MAX && auto_may(ctx, w, QMM_STRATEGY_FP8, n))
         return QMM_STRATEGY_FP8;
     if (n <= a.gemv_max_n && (double)n * (double)w->m * (double)w->k <= (double)a.gemv_max_work)
         return QMM_STRATEGY_GEMV;
     if (n >= a.fused_min_n && cw->f16_fits && fused_repack_planned(ctx, w, cw)) return QMM_STRATEGY_FUSED;
     if (n >= a.int8_min_n && qmm_cuda_int8_has_type(w->type) && ctx_cc(ctx) >= 80 &&
-        auto_may(ctx, w, QMM_STRATEGY_INT8))
+        auto_may(ctx, w, QMM_STRATEGY_INT8, n))
         return QMM_STRATEGY_INT8;
     if (n <= a.gemv_max_n) return QMM_STRATEGY_GEMV;
     if (cw->f16_fits) return QMM_STRATEGY_FUSED;
-    if (ctx->params.cache == QMM_CACHE_UNLIMITED && blas_dims && auto_may(ctx, w, QMM_STRATEGY_DEQUANT_SGEMM))
+    if (ctx->params.cache == QMM_CACHE_UNLIMITED && blas_dims && auto_may(ctx, w, QMM_STRATEGY_DEQUANT_SGEMM, n))
         return QMM_STRATEGY_DEQUANT_SGEMM;
     return QMM_STRATEGY_GEMV;
 }
 
 /* *out = s if check_forced accepts it (out untouched otherwise). */
-static qmm_status forced(const qmm_context *ctx, const qmm_weights *w, qmm_strategy s, qmm_strategy *out) {
-    const qmm_status st = check_forced(ctx, w, s);
+static qmm_status forced(const qmm_context *ctx, const qmm_weights *w, qmm_strategy s, int64_t n,
+                         qmm_strategy *out) {
+    const qmm_status st = check_forced(ctx, w, s, n);
     if (st == QMM_OK) *out = s;
     return st;
 }
@@ -689,7 +696,7 @@ static qmm_status cuda_resolve(const qmm_context *ctx, const qmm_weights *w, int
         if (requested == QMM_STRATEGY_CACHED_F16 && !cw->f16_fits)
             return qmm_error(QMM_ERR_UNSUPPORTED, "strategy cached_f16: these %s weights hold "
                              "values beyond the f16 range (|w| > 65504) or non-finite values", tname);
-        return forced(ctx, w, requested, out);
+        return forced(ctx, w, requested, n, out);
     case QMM_STRATEGY_REF:
         return qmm_error(QMM_ERR_UNSUPPORTED, "strategy ref runs on the CPU backend only");
     case QMM_STRATEGY_FP8:
@@ -705,7 +712,7 @@ static qmm_status cuda_resolve(const qmm_context *ctx, const qmm_weights *w, int
         if (cw->m_pad > INT_MAX || cw->k_pad > INT_MAX)
             return qmm_error(QMM_ERR_UNSUPPORTED, "strategy fp8: m (%lld) or k (%lld) exceeds "
                              "cuBLASLt's int range", (long long)w->m, (long long)w->k);
-        return forced(ctx, w, requested, out);
+        return forced(ctx, w, requested, n, out);
     case QMM_STRATEGY_INT8: /* batch-invariant: allowed with the flag */
         if (!qmm_cuda_int8_has_type(w->type))
             return qmm_error(QMM_ERR_UNSUPPORTED, "strategy int8: the CUDA int8 strategy has no "
@@ -716,7 +723,7 @@ static qmm_status cuda_resolve(const qmm_context *ctx, const qmm_weights *w, int
         if (ctx_cc(ctx) < 80)
             return qmm_error(QMM_ERR_UNSUPPORTED, "strategy int8 needs an sm_80 or newer GPU "
                              "(integer mma.sync); this device is sm_%d", ctx_cc(ctx));
-        return forced(ctx, w, requested, out);
+        return forced(ctx, w, requested, n, out);
     default:
         return qmm_error(QMM_ERR_INVALID_ARGUMENT, "unknown strategy %d", (int)requested);
     }
@@ -906,7 +913,7 @@ static qmm_status cuda_matmul(qmm_context *ctx, const qmm_weights *w, qmm_strate
     if (st != QMM_OK) return st;
     if (blas_ld_too_large(s, ldx, ldy)) return blas_ld_error(s, ldx, ldy);
     if (stream_capturing(c)) c->captured = true; /* its workspace may be read by a graph */
-    st = prepare(c, w, cw, s);
+    st = prepare(c, w, cw, s, n);
     /* auto, out of device memory preparing its choice: the next choice, and this one never
      * again for these weights (each round marks one more strategy) */
     for (int round = 0; st == QMM_ERR_OUT_OF_MEMORY && ctx->params.strategy == QMM_STRATEGY_AUTO &&
@@ -915,7 +922,7 @@ static qmm_status cuda_matmul(qmm_context *ctx, const qmm_weights *w, qmm_strate
                 qmm_type_name(w->type), (long long)w->m, (long long)w->k, qmm_last_error());
         cw->auto_skip[s] = true;
         st = cuda_resolve(ctx, w, n, QMM_STRATEGY_AUTO, &s);
-        if (st == QMM_OK) st = prepare(c, w, cw, s);
+        if (st == QMM_OK) st = prepare(c, w, cw, s, n);
     }
     if (st != QMM_OK) return st;
     if (blas_ld_too_large(s, ldx, ldy)) return blas_ld_error(s, ldx, ldy); /* auto's next choice */
@@ -944,8 +951,8 @@ static qmm_status cuda_matmul(qmm_context *ctx, const qmm_weights *w, qmm_strate
     case QMM_STRATEGY_FP8:
         return matmul_fp8(c, w, cw, n, x, ldx, y, ldy);
     case QMM_STRATEGY_INT8:
-        CU(qmm_cuda_int8_matmul(w->type, cw->i8_q, cw->i8_d, cw->i8_mn, w->m, w->k, n, x, ldx, y, ldy,
-                                c->workspace, c->stream), "int8 kernels");
+        CU(qmm_cuda_int8_matmul(w->type, cw->q, w->row_bytes, cw->i8_q, cw->i8_d, cw->i8_mn, w->m, w->k, n, x,
+                                ldx, y, ldy, c->workspace, c->stream), "int8 kernels");
         return QMM_OK;
     default:
         return qmm_error(QMM_ERR_INTERNAL, "CUDA matmul: strategy %s reached the backend unresolved",
@@ -1134,7 +1141,6 @@ static qmm_status cuda_graph_replay(qmm_context *ctx, int64_t times, double *ms)
 static qmm_status cuda_describe(const qmm_context *ctx, const qmm_weights *w, int64_t n,
                                 qmm_strategy resolved, const char **kernel,
                                 qmm_precision *precision) {
-    (void)n;
     switch (resolved) {
     case QMM_STRATEGY_GEMV: *kernel = "gemv_cuda"; *precision = QMM_PRECISION_F32; break;
     case QMM_STRATEGY_DEQUANT_SGEMM: *kernel = "dequant_cublas_sgemm"; *precision = QMM_PRECISION_F32; break;
@@ -1145,7 +1151,12 @@ static qmm_status cuda_describe(const qmm_context *ctx, const qmm_weights *w, in
         *precision = QMM_PRECISION_HALF;
         break;
     case QMM_STRATEGY_FP8: *kernel = "fp8_cublaslt"; *precision = QMM_PRECISION_FP8; break;
-    case QMM_STRATEGY_INT8: *kernel = "int8_cuda"; *precision = QMM_PRECISION_INT8; break;
+    case QMM_STRATEGY_INT8:
+        *kernel = copy_of(w, (const qmm_cuda_weights *)w->backend, resolved, n) == QMM_CUDA_COPIES
+                      ? "int8_gguf_dp4a"
+                      : "int8_repack_mma";
+        *precision = QMM_PRECISION_INT8;
+        break;
     default:
         return qmm_error(QMM_ERR_INTERNAL, "CUDA describe: strategy %d is not resolved", (int)resolved);
     }

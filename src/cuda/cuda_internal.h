@@ -244,10 +244,31 @@ cudaError_t qmm_cuda_int8_quantize_x(const float *x, int64_t n, int64_t n_pad, i
  * order from 0; y = p_0 + p_1 + ... in chunk order), from the repacked W (wq, wd, wm as made
  * by qmm_cuda_int8_pack for m, k) and X quantized per call into `workspace` (>=
  * qmm_cuda_int8_workspace_bytes(k)) in chunks of QMM_CUDA_X_CHUNK rows. Integer mma.sync on
- * tensor cores (sm_80+); n <= 8: the skinny kernel. Batch-invariant and deterministic. */
-cudaError_t qmm_cuda_int8_matmul(int type, const void *wq, const float *wd, const float *wm,
-                                 int64_t m, int64_t k, int64_t n, const float *x, int64_t ldx,
-                                 float *y, int64_t ldy, void *workspace, cudaStream_t stream);
+ * tensor cores (sm_80+); chunks of n <= 8: qmm_cuda_int8_gemv on the GGUF rows w (stride
+ * row_bytes) where qmm_cuda_int8_gemv_ok, else the repack's skinny kernel. wq may be NULL when
+ * n <= 8 and qmm_cuda_int8_gemv_ok (cudaErrorInvalidValue otherwise). Batch-invariant and
+ * deterministic: every kernel gives the same bits. */
+cudaError_t qmm_cuda_int8_matmul(int type, const void *w, size_t row_bytes, const void *wq,
+                                 const float *wd, const float *wm, int64_t m, int64_t k, int64_t n,
+                                 const float *x, int64_t ldx, float *y, int64_t ldy, void *workspace,
+                                 cudaStream_t stream);
+
+/* ---- int8 for n <= 8 on the GGUF bytes (int8_gemv.cu; the int8 order, dp4a) ---- */
+
+#define QMM_CUDA_INT8_GEMV_N 8 /* calls of at most this many tokens (the skinny kernel's n) */
+
+/* Whether qmm_cuda_int8_gemv takes these GGUF rows (W at w, stride row_bytes, k columns): q4_0,
+ * q8_0, q4_K, q5_K, q6_K with rows a multiple of the copy piece, W 16-byte aligned, a row
+ * within the kernel's shared memory; false while qmm_cuda_int8_force_gemv(0) holds. */
+bool qmm_cuda_int8_gemv_ok(int type, const void *w, size_t row_bytes, int64_t k);
+/* y[t*ldy + i] (t < nc <= 8, i < m) in the int8 order from the GGUF rows and X quantized by
+ * qmm_cuda_int8_quantize_x with n_pad = 8 (xq, xd, and xs = s32 or, for q6_K, s16). */
+cudaError_t qmm_cuda_int8_gemv(int type, const void *w, size_t row_bytes, int64_t m, int64_t k, int nc,
+                               const int8_t *xq, const float *xd, const float *xs, int64_t k_pad,
+                               float *y, int64_t ldy, cudaStream_t stream);
+/* Test and bench aid: 0 keeps n <= 8 on the repack's skinny kernel, 1 or -1 (the default)
+ * runs qmm_cuda_int8_gemv where it takes the shape. Process-global; results do not depend on it. */
+void qmm_cuda_int8_force_gemv(int mode);
 
 /* Test and bench aid: force the int8 GEMM's tile configuration (0: 64x64, 1: 128x64, 2: 64x128
  * W rows x X rows; -1: chosen per shape) and split-k (0 no, 1 yes where the partials fit;

@@ -81,7 +81,7 @@
 #define I8_BK 64      /* k bytes per GEMM pipeline stage (two 32-blocks) */
 #define I8_STAGES 4
 #define I8_XROW (I8_BK + 16) /* shared X row stride in bytes: ldmatrix rows hit distinct banks */
-#define I8_SKINNY_ROWS 8     /* X rows of the skinny kernel (n <= 8) */
+#define I8_SKINNY_ROWS QMM_CUDA_INT8_GEMV_N /* X rows of the skinny kernel (n <= 8) */
 #define I8_SKINNY_WARPS 8    /* warps (m16 tiles) per skinny CTA */
 /* Workspace bytes for split-k chunk partials (beyond them: no split, same results). */
 #define I8_PARTIAL_BYTES ((size_t)16 << 20)
@@ -904,10 +904,12 @@ static void i8_choose(int64_t m, int64_t nc, int nblk, int nchunk, bool split_ok
     }
 }
 
-extern "C" cudaError_t qmm_cuda_int8_matmul(int type, const void *wq, const float *wd, const float *wm,
-                                            int64_t m, int64_t k, int64_t n, const float *x, int64_t ldx,
-                                            float *y, int64_t ldy, void *workspace, cudaStream_t stream) {
+extern "C" cudaError_t qmm_cuda_int8_matmul(int type, const void *w, size_t row_bytes, const void *wq,
+                                            const float *wd, const float *wm, int64_t m, int64_t k, int64_t n,
+                                            const float *x, int64_t ldx, float *y, int64_t ldy, void *workspace,
+                                            cudaStream_t stream) {
     if (!qmm_cuda_int8_has_type(type)) return cudaErrorInvalidValue;
+    const bool direct = qmm_cuda_int8_gemv_ok(type, w, row_bytes, k); /* n <= 8 on the GGUF bytes */
     const int64_t m_pad = qmm_cuda_int8_pad(m), k_pad = qmm_cuda_int8_pad(k);
     const size_t ch = QMM_CUDA_X_CHUNK, kp = (size_t)k_pad;
     uint8_t *base = (uint8_t *)workspace;
@@ -926,6 +928,13 @@ extern "C" cudaError_t qmm_cuda_int8_matmul(int type, const void *wq, const floa
         cudaError_t e = qmm_cuda_int8_quantize_x(x + t0 * ldx, nc, n_pad, k, ldx, k_pad, xq, xd, s32, s16, stream);
         if (e != cudaSuccess) return e;
         float *yc = y + t0 * ldy;
+        if (skinny && direct) {
+            e = qmm_cuda_int8_gemv(type, w, row_bytes, m, k, (int)nc, xq, xd, G == 32 ? s32 : s16, k_pad, yc, ldy,
+                                   stream);
+            if (e != cudaSuccess) return e;
+            continue;
+        }
+        if (wq == NULL) return cudaErrorInvalidValue; /* the caller made no repack for these n */
         const bool split_ok = nchunk > 1 && (size_t)nchunk * (size_t)(m * nc) * sizeof(float) <= I8_PARTIAL_BYTES;
         int cfg = 0;
         bool split = false;

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# i8g_run.sh — device checks and timings of int8 at n <= 8 on the GGUF rows
+# (src/cuda/int8_gemv.cu), run on a GPU machine from the repository root with OUT set:
+#   bash bench/i8g_run.sh
+# Binaries and libraries as bench/half_run.sh (bench/half_pack.sh makes .carry).
+# I8G_STEPS (default "tests decode small peer sanitize full"):
+#   tests     test_cuda: the int8-order test (every int8 kernel bit-identical to the order),
+#             the identity probe, and the cache-policy, residency and auto tests
+#   decode    cuda_bench at n = 1 on 4096x14336, 14336x4096, 65536x1024: gemv, int8 on the
+#             GGUF rows and int8 on the repack, W read once per call (--rotate-w 1) and from
+#             device memory (--rotate-w 4: 4 weights objects, beyond the L2 cache)
+#   small     the same strategies on the LFM shapes at n = 1, 2, 4, 8
+#   peer      ggml_mmbench -B CUDA0 -G 100 on the same shapes and n
+#   ncu       Nsight Compute sections of the GGUF-row kernel: q4_0 and q6_K 4096x14336 n = 1
+#   sanitize  memcheck, racecheck, synccheck over the quick int8-order test
+#   full      the whole test_cuda, then test_conformance on the CUDA backend
+# I8G_END (a date +%s time, default 540 s from the start): a step starts only with 15 s left.
+set -uo pipefail
+steps=" ${I8G_STEPS:-tests decode small peer sanitize full} "
+T0=$(date +%s)
+END=${I8G_END:-$((T0 + 540))}
+OUT=${OUT:-$PWD/out}
+L=$OUT/logs
+mkdir -p "$L"
+. "$(dirname "$0")/device_steps.sh"
+
+echo "== machine"; date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
+DEBS=.deps
+[ -d .deps ] || DEBS=.carry/deps
+if [ -d "$DEBS" ]; then
+  for f in "$DEBS"/*.deb; do dpkg -x "$f" /tmp/deps; done
+  D=/tmp/deps/usr/lib/x86_64-linux-gnu
+  export LD_LIBRARY_PATH=$D:$D/openblas-pthread:${LD_LIBRARY_PATH:-}
+fi
+BINS=${BINS:-.carry/bins}
+[ -f .carry/bins.tar.xz ] && mkdir -p "$BINS" && tar -xJf .carry/bins.tar.xz -C "$BINS"
+T=$BINS/test_cuda C=$BINS/test_conformance B=$BINS/cuda_bench
+if ! loads "$T" || ! loads "$B" || ! loads "$C"; then
+  echo "== the binaries in $BINS do not load here (ldd):"; ldd "$T" | grep "not found"; exit 1
+fi
+echo "== binaries: $(cat "$BINS/COMMIT" 2>/dev/null)"
+TYPES=${I8G_TYPES:-q4_0,q4_K,q5_K,q6_K,q8_0}
+DEC="4096x14336,14336x4096,65536x1024"
+LFM="4608x1024,1024x4608,3072x1024,1024x1024,512x1024"
+
+if step tests; then
+  for f in test_int8_order_exact test_int8_identity_probe test_cache_none test_residency_lazy \
+           test_auto_default_policy test_batch_invariant; do
+    QMM_TEST_CUDA_FILTER="$f" timeout "$(lim 150)" "$T" > "$L/test_cuda_$f.log" 2>&1
+    echo "test_cuda $f rc=$?"; summary "$L/test_cuda_$f.log" 6
+  done
+fi
+if step decode; then
+  for r in 1 4; do
+    timeout "$(lim 150)" "$B" --types "$TYPES" --shapes "$DEC" --ns 1 --strategies gemv,int8 --int8-repack \
+      --no-decode --rotate-w $r > "$L/bench_decode_r$r.log" 2>&1
+    echo "decode (rotate-w $r) rc=$?"; cat "$L/bench_decode_r$r.log"
+  done
+fi
+if step small; then
+  timeout "$(lim 150)" "$B" --types "$TYPES" --shapes "$LFM" --ns 1,2,4,8 --strategies gemv,int8,auto --int8-repack \
+    --no-decode > "$L/bench_small.log" 2>&1
+  echo "small rc=$?"; cat "$L/bench_small.log"
+fi
+if step peer; then
+  if [ -f .carry/ggml.tar.xz ]; then
+    G=/tmp/ggml && mkdir -p $G && tar -xJf .carry/ggml.tar.xz -C $G
+    for s in ${DEC//,/ }; do
+      LD_LIBRARY_PATH=$G:${LD_LIBRARY_PATH:-} timeout "$(lim 60)" $G/ggml_mmbench -B CUDA0 -G 100 -m "${s%x*}" -k "${s#*x}" \
+        -t "$TYPES" -n 1
+    done > "$L/ggml.log" 2>&1
+    for s in ${LFM//,/ }; do
+      LD_LIBRARY_PATH=$G:${LD_LIBRARY_PATH:-} timeout "$(lim 60)" $G/ggml_mmbench -B CUDA0 -G 100 -m "${s%x*}" -k "${s#*x}" \
+        -t "$TYPES" -n 1,2,4,8
+    done >> "$L/ggml.log" 2>&1
+    echo "ggml rc=$?"; cat "$L/ggml.log"
+  else
+    echo "no .carry/ggml.tar.xz: ggml not measured"
+  fi
+fi
+if step ncu; then
+  NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+  for t in q4_0 q6_K; do
+    timeout "$(lim 90)" "$NCU" --kernel-name regex:i8g_kernel --launch-skip 2 --launch-count 1 --section SpeedOfLight \
+      --section WarpStateStats --section Occupancy --section LaunchStats --section SchedulerStats \
+      --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis \
+      --metrics dram__bytes_read.sum,lts__t_sectors_srcunit_tex_op_read.sum,smsp__inst_executed.sum \
+      "$B" --types $t --shapes 4096x14336 --ns 1 --strategies int8 --no-decode > "$L/ncu_$t.log" 2>&1
+    echo "ncu $t rc=$?"; grep -vE "^==PROF==|^ *$|^-+$" "$L/ncu_$t.log" | cut -c1-110 | head -100
+  done
+fi
+if step sanitize; then
+  CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  for tool in memcheck racecheck synccheck; do
+    QMM_TEST_CUDA_QUICK=1 QMM_TEST_CUDA_FILTER='test_int8_order_exact' timeout "$(lim 120)" \
+      "$CS" --tool $tool --error-exitcode 99 "$T" > "$L/sanitizer_$tool.log" 2>&1
+    echo "$tool rc=$?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED' "$L/sanitizer_$tool.log" | tr '\n' ' ')"
+  done
+fi
+if step full; then
+  full_step "$T" 200 "$C"
+fi
+finish i8g_run
