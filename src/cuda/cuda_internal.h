@@ -261,11 +261,12 @@ cudaError_t qmm_cuda_int8_matmul(int type, const void *w, size_t row_bytes, cons
  * q8_0, q4_K, q5_K, q6_K with rows a multiple of the copy piece, W 16-byte aligned, a row
  * within the kernel's shared memory; false while qmm_cuda_int8_force_gemv(0) holds. */
 bool qmm_cuda_int8_gemv_ok(int type, const void *w, size_t row_bytes, int64_t k);
-/* y[t*ldy + i] (t < nc <= 8, i < m) in the int8 order from the GGUF rows and X quantized by
- * qmm_cuda_int8_quantize_x with n_pad = 8 (xq, xd, and xs = s32 or, for q6_K, s16). */
+/* y[t*ldy + i] (t < nc <= 8, i < m) in the int8 order from the GGUF rows and X quantized
+ * with n_pad = 8 in the chunk-interleaved layout of int8.cu's i8_x_at (xq, xd, and xs = s32
+ * or, for q6_K, s16; qmm_cuda_int8_matmul does both). */
 cudaError_t qmm_cuda_int8_gemv(int type, const void *w, size_t row_bytes, int64_t m, int64_t k, int nc,
-                               const int8_t *xq, const float *xd, const float *xs, int64_t k_pad,
-                               float *y, int64_t ldy, cudaStream_t stream);
+                               const int8_t *xq, const float *xd, const float *xs, float *y, int64_t ldy,
+                               cudaStream_t stream);
 /* Test and bench aid: 0 keeps n <= 8 on the repack's skinny kernel, 1 or -1 (the default)
  * runs qmm_cuda_int8_gemv where it takes the shape. Process-global; results do not depend on it. */
 void qmm_cuda_int8_force_gemv(int mode);

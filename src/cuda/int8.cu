@@ -135,10 +135,31 @@ extern "C" size_t qmm_cuda_int8_workspace_bytes(int64_t k) { return i8_x_bytes(k
  * by gridDim.y), block c = warp index along blockIdx.x (no 64-bit division per element).
  * ------------------------------------------------------------------------------------- */
 
+/* Where block c of X row j goes: the int8 layout (q[j * k_pad + 32c + e], dx and s32 at
+ * [c][n_pad], s16 at [2c + h][n_pad]), or with ilv = C > 0 the GGUF-row kernel's
+ * (int8_gemv.cu: block b of chunk ch = c / 16 at slot u = ((c % 16) * C + ch) * n_pad + j:
+ * q[32u + e], dx and s32 [u], s16 [2u + h]). */
+struct i8_xpos {
+    int64_t q, d, s16; /* q: first byte; d: dx and s32 index; s16: index of half 0 (half 1: + s16_h) */
+    int64_t s16_h;
+};
+__device__ __forceinline__ i8_xpos i8_x_at(int64_t j, int64_t c, int64_t n_pad, int64_t k_pad, int64_t ilv) {
+    i8_xpos p;
+    if (ilv > 0) {
+        const int64_t u = ((c % 16) * ilv + c / 16) * n_pad + j;
+        p.q = 32 * u, p.d = u, p.s16 = 2 * u, p.s16_h = 1;
+    } else {
+        p.q = j * k_pad + 32 * c, p.d = c * n_pad + j, p.s16 = 2 * c * n_pad + j, p.s16_h = n_pad;
+    }
+    return p;
+}
+
 __device__ __forceinline__ void int8_quantize_x_block(const float *__restrict__ x, int64_t n, int64_t n_pad,
                                                       int64_t k, int64_t ldx, int64_t k_pad, int8_t *__restrict__ q,
                                                       float *__restrict__ dx, float *__restrict__ s32,
-                                                      float *__restrict__ s16, int64_t j, int64_t c, int lane) {
+                                                      float *__restrict__ s16, int64_t j, int64_t c, int lane,
+                                                      int64_t ilv) {
+    const i8_xpos at = i8_x_at(j, c, n_pad, k_pad, ilv);
     const bool valid = j < n && c < k / 32; /* k is a multiple of 32 for every quantized type */
     const float v = valid ? x[j * ldx + 32 * c + lane] : 0.0f;
     float amax = fabsf(v);
@@ -147,10 +168,10 @@ __device__ __forceinline__ void int8_quantize_x_block(const float *__restrict__ 
     /* A block holding NaN or +-Inf: q = 0, dx = s = NaN (bits 0x7FC00000, as the CPU rule),
      * so every output that reads it is NaN, never silently finite. */
     if (__any_sync(0xFFFFFFFFu, !isfinite(v))) {
-        q[j * k_pad + 32 * c + lane] = 0;
+        q[at.q + lane] = 0;
         const float nan = __int_as_float(0x7FC00000);
-        if (lane == 0) dx[c * n_pad + j] = s32[c * n_pad + j] = s16[(2 * c) * n_pad + j] = nan;
-        else if (lane == 16) s16[(2 * c + 1) * n_pad + j] = nan;
+        if (lane == 0) dx[at.d] = s32[at.d] = s16[at.s16] = nan;
+        else if (lane == 16) s16[at.s16 + at.s16_h] = nan;
         return;
     }
     const float d = __fdiv_rn(amax, 127.0f);
@@ -158,41 +179,48 @@ __device__ __forceinline__ void int8_quantize_x_block(const float *__restrict__ 
     const float inv = amax > 0.0f ? __fdiv_rn(127.0f, __fmul_rn(amax, pre)) : 0.0f;
     int qi = __float2int_rn(__fmul_rn(__fmul_rn(v, pre), inv));
     qi = qi < -128 ? -128 : qi > 127 ? 127 : qi;
-    q[j * k_pad + 32 * c + lane] = (int8_t)qi;
+    q[at.q + lane] = (int8_t)qi;
     int sum = qi;
 #pragma unroll
     for (int o = 8; o > 0; o >>= 1) sum += __shfl_xor_sync(0xFFFFFFFFu, sum, o); /* per half */
     const int other = __shfl_xor_sync(0xFFFFFFFFu, sum, 16);
     if (lane == 0) {
-        dx[c * n_pad + j] = d;
-        s32[c * n_pad + j] = __fmul_rn(d, (float)(sum + other));
-        s16[(2 * c) * n_pad + j] = __fmul_rn(d, (float)sum);
+        dx[at.d] = d;
+        s32[at.d] = __fmul_rn(d, (float)(sum + other));
+        s16[at.s16] = __fmul_rn(d, (float)sum);
     } else if (lane == 16) {
-        s16[(2 * c + 1) * n_pad + j] = __fmul_rn(d, (float)sum);
+        s16[at.s16 + at.s16_h] = __fmul_rn(d, (float)sum);
     }
 }
 
 __global__ void int8_quantize_x_kernel(const float *__restrict__ x, int64_t n, int64_t n_pad, int64_t k,
                                        int64_t ldx, int64_t k_pad, int8_t *__restrict__ q,
                                        float *__restrict__ dx, float *__restrict__ s32,
-                                       float *__restrict__ s16) {
+                                       float *__restrict__ s16, int64_t ilv) {
     const int64_t c = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
-    if (c >= k_pad / 32) return; /* whole warps: the shuffles inside stay full-warp */
+    if (c >= (ilv > 0 ? 16 * ilv : k_pad / 32)) return; /* whole warps: the shuffles inside stay full-warp */
     for (int64_t j = blockIdx.y; j < n_pad; j += gridDim.y)
-        int8_quantize_x_block(x, n, n_pad, k, ldx, k_pad, q, dx, s32, s16, j, c, threadIdx.x & 31);
+        int8_quantize_x_block(x, n, n_pad, k, ldx, k_pad, q, dx, s32, s16, j, c, threadIdx.x & 31, ilv);
 }
 
-extern "C" cudaError_t qmm_cuda_int8_quantize_x(const float *x, int64_t n, int64_t n_pad, int64_t k,
-                                                int64_t ldx, int64_t k_pad, int8_t *q, float *dx,
-                                                float *s32, float *s16, cudaStream_t stream) {
-    const int64_t kb = k_pad / 32;
+/* ilv: 0 for the int8 layout, C (chunks of the GGUF-row kernel) for its interleaved one
+ * (i8_x_at: 16 C block slots per row, those past k/32 zero). */
+static cudaError_t i8_quantize_x(const float *x, int64_t n, int64_t n_pad, int64_t k, int64_t ldx, int64_t k_pad,
+                                 int8_t *q, float *dx, float *s32, float *s16, int64_t ilv, cudaStream_t stream) {
+    const int64_t kb = ilv > 0 ? 16 * ilv : k_pad / 32;
     if (n_pad * kb == 0) return cudaSuccess;
     const int per_block = kb < 8 ? (int)kb : 8; /* warps per block, along the row */
     const int64_t bx = (kb + per_block - 1) / per_block;
     if (bx > 0x7FFFFFFF) return cudaErrorInvalidConfiguration;
     const dim3 grid((unsigned)bx, (unsigned)(n_pad < 65535 ? n_pad : 65535));
-    int8_quantize_x_kernel<<<grid, 32 * per_block, 0, stream>>>(x, n, n_pad, k, ldx, k_pad, q, dx, s32, s16);
+    int8_quantize_x_kernel<<<grid, 32 * per_block, 0, stream>>>(x, n, n_pad, k, ldx, k_pad, q, dx, s32, s16, ilv);
     return cudaGetLastError();
+}
+
+extern "C" cudaError_t qmm_cuda_int8_quantize_x(const float *x, int64_t n, int64_t n_pad, int64_t k,
+                                                int64_t ldx, int64_t k_pad, int8_t *q, float *dx,
+                                                float *s32, float *s16, cudaStream_t stream) {
+    return i8_quantize_x(x, n, n_pad, k, ldx, k_pad, q, dx, s32, s16, 0, stream);
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -925,12 +953,13 @@ extern "C" cudaError_t qmm_cuda_int8_matmul(int type, const void *w, size_t row_
         const int64_t nc = n - t0 < QMM_CUDA_X_CHUNK ? n - t0 : QMM_CUDA_X_CHUNK;
         const bool skinny = nc <= I8_SKINNY_ROWS;
         const int64_t n_pad = skinny ? I8_SKINNY_ROWS : qmm_cuda_int8_pad(nc);
-        cudaError_t e = qmm_cuda_int8_quantize_x(x + t0 * ldx, nc, n_pad, k, ldx, k_pad, xq, xd, s32, s16, stream);
+        const bool rows = skinny && direct; /* the GGUF-row kernel, with its X layout */
+        cudaError_t e = i8_quantize_x(x + t0 * ldx, nc, n_pad, k, ldx, k_pad, xq, xd, s32, s16,
+                                      rows ? (int64_t)nchunk : 0, stream);
         if (e != cudaSuccess) return e;
         float *yc = y + t0 * ldy;
-        if (skinny && direct) {
-            e = qmm_cuda_int8_gemv(type, w, row_bytes, m, k, (int)nc, xq, xd, G == 32 ? s32 : s16, k_pad, yc, ldy,
-                                   stream);
+        if (rows) {
+            e = qmm_cuda_int8_gemv(type, w, row_bytes, m, k, (int)nc, xq, xd, G == 32 ? s32 : s16, yc, ldy, stream);
             if (e != cudaSuccess) return e;
             continue;
         }

@@ -19,15 +19,19 @@
  * strategy gives the same output whichever kernel runs, for every n.
  *
  * Work: one thread per (row, chunk, token) computes that chunk's p for its token, in the
- * order above. A CTA of 128 threads takes R consecutive rows (R * C * NT of these tasks, C =
- * chunks per row); its rows are one contiguous byte range of W, copied to shared memory by
- * coalesced cp.async (16-byte pieces; 4-byte pieces for q6_K, whose rows are 4-byte aligned
- * only), then each thread reads its chunk's bytes from there a group at a time (the group
- * holds whole blocks: 8 legacy blocks or one super-block), as 16-byte (4-byte for q6_K)
- * shared loads into registers; fields at any byte offset are then picked out of the registers
- * by funnel shifts at offsets fixed at compile time. Its X quants are read from global memory
- * (two 16-byte loads per block and token, L1-resident), dx and s beside them. The chunk
- * partials meet in shared memory and one thread per (row, token) adds them in chunk order.
+ * order above. Groups of R consecutive rows (R * C * NT of these tasks, C = chunks per row;
+ * about one task per thread of a CTA of up to 128) are walked by persistent CTAs (as many as
+ * fit on the device at once): a group's rows are one contiguous byte range of W, copied to
+ * shared memory by coalesced cp.async (16-byte pieces; 4-byte pieces for q6_K, whose rows are
+ * 4-byte aligned only) into one of two buffers while the CTA computes the previous group from
+ * the other. Each thread reads its chunk's bytes from shared memory a group of blocks at a time
+ * (8 legacy blocks, 4 for q8_0, or one super-block), as 16-byte (4-byte for q6_K) shared loads
+ * into registers; fields at any byte offset are then picked out of the registers by funnel
+ * shifts at offsets fixed at compile time. X is quantized into a layout interleaved by chunk
+ * (int8.cu, i8_x_at: block b of every chunk and token side by side), so the consecutive tasks
+ * of a warp read consecutive 32-byte X blocks (two 16-byte loads per block and token, L1- and
+ * L2-resident) and consecutive dx and s. The chunk partials meet in shared memory and one
+ * thread per (row, token) adds them in chunk order.
  *
  * Types: q4_0, q8_0, q4_K, q5_K, q6_K (qmm_cuda_int8_gemv_ok; the other int8 types keep the
  * repack's kernel). Shapes: rows whose byte length is a multiple of the copy piece (16 bytes:
@@ -46,7 +50,7 @@ namespace {
 constexpr int kThreads = 128;
 constexpr int kChunkBlocks = 16;    /* 32-blocks per chunk of the int8 order (I8_KS in int8.cu) */
 constexpr int kXRows = QMM_CUDA_INT8_GEMV_N; /* n_pad of the quantized X (I8_SKINNY_ROWS in int8.cu) */
-constexpr int kSmemTarget = 40960;  /* bytes of W rows per CTA to aim for */
+constexpr int kSmemTarget = 24576;  /* bytes of W rows per buffer (two per CTA) to aim for */
 #define QMM_I8G_SMEM_MAX (96 * 1024) /* at most this much shared memory per CTA */
 
 /* ---- picking fields out of a word array at byte offsets known at compile time ---- */
@@ -181,97 +185,119 @@ __device__ __forceinline__ int i8g_load(const uint8_t *chunk, int g, uint32_t (&
     return gs - a;
 }
 
-/* grid: ceil(m / R) CTAs of kThreads; dynamic shared memory: R row_bytes (rounded up to 16)
- * of W, then R * C * NT floats of chunk partials. */
+/* Copies the rows of group g (rows gR .. gR + R - 1, those below m) to dst by cp.async, all
+ * threads, one commit group. */
+template <int CPY>
+__device__ __forceinline__ void i8g_copy(const uint8_t *__restrict__ w, size_t row_bytes, int64_t m, int R, int64_t g,
+                                         uint8_t *dst) {
+    const int64_t r0 = g * R;
+    const int rows = (int)(m - r0 < R ? m - r0 : R);
+    const uint8_t *src = w + (size_t)r0 * row_bytes;
+    const int pieces = (int)((size_t)rows * row_bytes / CPY);
+    for (int i = threadIdx.x; i < pieces; i += blockDim.x) {
+        const unsigned s = (unsigned)__cvta_generic_to_shared(dst + (size_t)i * CPY);
+        if constexpr (CPY == 16)
+            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(src + (size_t)i * 16));
+        else
+            asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(s), "l"(src + (size_t)i * 4));
+    }
+    i8_commit();
+}
+
+/* Persistent CTAs (grid <= groups) of at most kThreads threads walk the groups of R rows
+ * g = blockIdx.x, + gridDim.x, ...: the next group's rows are copied into the other of two
+ * shared buffers while this one's tasks run. Dynamic shared memory: two buffers of R
+ * row_bytes (rounded up to 16) of W, then R * C * NT floats of chunk partials. Which CTA takes
+ * which group changes no result. */
 template <int T, int NT>
 __global__ void __launch_bounds__(kThreads, 4) i8g_kernel(const uint8_t *__restrict__ w, size_t row_bytes, int64_t m,
-                                                       int nblk, int R, const int8_t *__restrict__ xq,
+                                                       int nblk, int R, int64_t groups, const int8_t *__restrict__ xq,
                                                        const float *__restrict__ xd, const float *__restrict__ xs,
-                                                       int64_t k_pad, int nc, float *__restrict__ y, int64_t ldy) {
+                                                       int nc, float *__restrict__ y, int64_t ldy) {
     typedef i8g<T> D;
     constexpr int SPB = D::SPB;
     extern __shared__ __align__(16) uint8_t sm[];
-    const int tid = threadIdx.x, C = (nblk + kChunkBlocks - 1) / kChunkBlocks;
-    const int64_t r0 = (int64_t)blockIdx.x * R;
-    const int rows = (int)(m - r0 < R ? m - r0 : R);
-    const size_t wbytes = (size_t)rows * row_bytes, wpad = ((size_t)R * row_bytes + 15) & ~(size_t)15;
-    float *part = (float *)(sm + wpad);
-    {
-        const uint8_t *src = w + (size_t)r0 * row_bytes;
-        const int pieces = (int)(wbytes / D::CPY);
-        for (int i = tid; i < pieces; i += kThreads) {
-            const unsigned s = (unsigned)__cvta_generic_to_shared(sm + (size_t)i * D::CPY);
-            if constexpr (D::CPY == 16)
-                asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(src + (size_t)i * 16));
-            else
-                asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(s), "l"(src + (size_t)i * 4));
-        }
-        i8_commit();
-        i8_wait<0>();
-        __syncthreads();
-    }
-    const int tasks = rows * C * NT;
-    for (int task = tid; task < tasks; task += kThreads) {
-        const int t = task % NT, rc = task / NT, r = rc / C, c = rc - r * C;
-        float p = 0.0f;
-        if (t < nc) {
-            const int b0 = c * kChunkBlocks, nb = min(kChunkBlocks, nblk - b0);
-            const uint8_t *chunk = sm + (size_t)r * row_bytes + (size_t)c * D::CB;
-            const int8_t *xr = xq + (int64_t)t * k_pad + 32 * (int64_t)b0;
+    const int tid = threadIdx.x, nt = blockDim.x, C = (nblk + kChunkBlocks - 1) / kChunkBlocks;
+    const size_t wpad = ((size_t)R * row_bytes + 15) & ~(size_t)15;
+    float *part = (float *)(sm + 2 * wpad);
+    int64_t g = blockIdx.x;
+    if (g < groups) i8g_copy<D::CPY>(w, row_bytes, m, R, g, sm);
+    for (int it = 0; g < groups; it++, g += gridDim.x) {
+        const uint8_t *buf = sm + (it & 1) * wpad;
+        if (g + gridDim.x < groups) i8g_copy<D::CPY>(w, row_bytes, m, R, g + gridDim.x, sm + ((it + 1) & 1) * wpad);
+        else i8_commit(); /* an empty group: the wait below stays "all but the newest" */
+        i8_wait<1>();
+        __syncthreads(); /* this group's rows are in buf; the previous group's partials are read */
+        const int64_t r0 = g * R;
+        const int rows = (int)(m - r0 < R ? m - r0 : R), tasks = rows * C * NT;
+        for (int task = tid; task < tasks; task += nt) {
+            const int t = task % NT, rc = task / NT, r = rc / C, c = rc - r * C;
+            float p = 0.0f;
+            if (t < nc) {
+                const int b0 = c * kChunkBlocks, nb = min(kChunkBlocks, nblk - b0);
+                const uint8_t *chunk = buf + (size_t)r * row_bytes + (size_t)c * D::CB;
+                /* X of block bl of this chunk and token: slot (bl * C + c) * 8 + t of the
+                 * interleaved layout (int8.cu, i8_x_at): consecutive tasks, consecutive slots */
+                const int64_t slot0 = (int64_t)c * kXRows + t, slot_step = (int64_t)C * kXRows;
 #pragma unroll
-            for (int g = 0; g < kChunkBlocks / D::BPG; g++) {
-                if (g * D::BPG >= nb) break;
-                uint32_t wv[D::NW];
-                const int o = i8g_load<T>(chunk, g, wv);
+                for (int gr = 0; gr < kChunkBlocks / D::BPG; gr++) {
+                    if (gr * D::BPG >= nb) break;
+                    uint32_t wv[D::NW];
+                    const int o = i8g_load<T>(chunk, gr, wv);
 #pragma unroll
-                for (int b = 0; b < D::BPG; b++) {
-                    const int bl = g * D::BPG + b;
-                    if (bl >= nb) break;
-                    const uint4 xa = __ldg((const uint4 *)(xr + 32 * bl)), xb = __ldg((const uint4 *)(xr + 32 * bl + 16));
-                    const uint32_t xw[8] = {xa.x, xa.y, xa.z, xa.w, xb.x, xb.y, xb.z, xb.w};
-                    const float dx = __ldg(xd + (int64_t)(b0 + bl) * kXRows + t);
-                    int is[2];
-                    float dwv[2], mwv[2];
-                    D::block(wv, o, b, xw, is, dwv, mwv);
+                    for (int b = 0; b < D::BPG; b++) {
+                        const int bl = gr * D::BPG + b;
+                        if (bl >= nb) break;
+                        const int64_t u = slot0 + bl * slot_step;
+                        const uint4 xa = __ldg((const uint4 *)(xq + 32 * u)), xb = __ldg((const uint4 *)(xq + 32 * u + 16));
+                        const uint32_t xw[8] = {xa.x, xa.y, xa.z, xa.w, xb.x, xb.y, xb.z, xb.w};
+                        const float dx = __ldg(xd + u);
+                        int is[2];
+                        float dwv[2], mwv[2];
+                        D::block(wv, o, b, xw, is, dwv, mwv);
 #pragma unroll
-                    for (int h = 0; h < SPB; h++) {
-                        p = __fmaf_rn(__int2float_rn(is[h]), __fmul_rn(dx, dwv[h]), p);
-                        if (D::MIN) p = __fmaf_rn(__ldg(xs + ((int64_t)(b0 + bl) * SPB + h) * kXRows + t), mwv[h], p);
+                        for (int h = 0; h < SPB; h++) {
+                            p = __fmaf_rn(__int2float_rn(is[h]), __fmul_rn(dx, dwv[h]), p);
+                            if (D::MIN) p = __fmaf_rn(__ldg(xs + u * SPB + h), mwv[h], p);
+                        }
                     }
                 }
             }
+            part[task] = p;
         }
-        part[task] = p;
+        __syncthreads(); /* the partials are written; buf is free for the copy after next */
+        for (int o = tid; o < rows * NT; o += nt) {
+            const int r = o / NT, t = o % NT;
+            if (t >= nc) continue;
+            const float *pr = part + (size_t)r * C * NT + t;
+            float v = pr[0];
+            for (int c = 1; c < C; c++) v = __fadd_rn(v, pr[(size_t)c * NT]);
+            y[(int64_t)t * ldy + r0 + r] = v;
+        }
     }
-    __syncthreads();
-    for (int o = tid; o < rows * NT; o += kThreads) {
-        const int r = o / NT, t = o % NT;
-        if (t >= nc) continue;
-        const float *pr = part + (size_t)r * C * NT + t;
-        float v = pr[0];
-        for (int c = 1; c < C; c++) v = __fadd_rn(v, pr[(size_t)c * NT]);
-        y[(int64_t)t * ldy + r0 + r] = v;
-    }
+    i8_wait<0>();
 }
 
 template <int T> bool i8g_shape_ok(size_t row_bytes) { return row_bytes % i8g<T>::CPY == 0; }
 
-/* Rows per CTA: about one task per thread, within kSmemTarget bytes of W (at least one row). */
-static int i8g_rows(size_t row_bytes, int C, int NT) {
-    int R = kThreads / (C * NT);
-    const int by_smem = (int)(kSmemTarget / row_bytes);
+/* Rows per group: about one task per thread, within kSmemTarget bytes of W per buffer (at
+ * least one row), and at most m / (2 * SMs) so that small matrices still reach every SM. */
+static int i8g_rows(size_t row_bytes, int64_t m, int C, int NT) {
+    int64_t R = kThreads / (C * NT);
+    const int64_t by_smem = (int64_t)(kSmemTarget / row_bytes), by_sms = m / (2 * (int64_t)i8_sms());
     if (R > by_smem) R = by_smem;
-    return R < 1 ? 1 : R;
+    if (R > by_sms) R = by_sms;
+    return R < 1 ? 1 : (int)R;
 }
 
 static size_t i8g_smem(size_t row_bytes, int R, int C, int NT) {
-    return (((size_t)R * row_bytes + 15) & ~(size_t)15) + (size_t)R * C * NT * sizeof(float);
+    return 2 * (((size_t)R * row_bytes + 15) & ~(size_t)15) + (size_t)R * C * NT * sizeof(float);
 }
 
 template <int T, int NT>
 cudaError_t i8g_launch1(const uint8_t *w, size_t row_bytes, int64_t m, int nblk, const int8_t *xq, const float *xd,
-                        const float *xs, int64_t k_pad, int nc, float *y, int64_t ldy, cudaStream_t s) {
-    const int C = (nblk + kChunkBlocks - 1) / kChunkBlocks, R = i8g_rows(row_bytes, C, NT);
+                        const float *xs, int nc, float *y, int64_t ldy, cudaStream_t s) {
+    const int C = (nblk + kChunkBlocks - 1) / kChunkBlocks, R = i8g_rows(row_bytes, m, C, NT);
     const size_t smem = i8g_smem(row_bytes, R, C, NT);
     if (smem > QMM_I8G_SMEM_MAX) return cudaErrorInvalidConfiguration;
     static unsigned long long done = 0;
@@ -279,19 +305,29 @@ cudaError_t i8g_launch1(const uint8_t *w, size_t row_bytes, int64_t m, int nblk,
         const cudaError_t e = i8_smem_attr(i8g_kernel<T, NT>, QMM_I8G_SMEM_MAX, &done);
         if (e != cudaSuccess) return e;
     }
-    const int64_t grid = (m + R - 1) / R;
-    if (grid > 0x7FFFFFFF) return cudaErrorInvalidConfiguration;
-    i8g_kernel<T, NT><<<(unsigned)grid, kThreads, smem, s>>>(w, row_bytes, m, nblk, R, xq, xd, xs, k_pad, nc, y, ldy);
+    const int tasks = R * C * NT, threads = tasks >= kThreads ? kThreads : (tasks + 31) / 32 * 32;
+    /* resident CTAs per SM for (threads, smem), cached for the last pair asked */
+    static int last_threads = -1, last_occ = 1;
+    static size_t last_smem = 0;
+    if (threads != last_threads || smem != last_smem) {
+        int occ = 0;
+        const cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, i8g_kernel<T, NT>, threads, smem);
+        if (e != cudaSuccess) return e;
+        last_threads = threads, last_smem = smem, last_occ = occ < 1 ? 1 : occ;
+    }
+    const int64_t groups = (m + R - 1) / R, slots = (int64_t)last_occ * i8_sms();
+    const int64_t grid = groups < slots ? groups : slots;
+    i8g_kernel<T, NT><<<(unsigned)grid, threads, smem, s>>>(w, row_bytes, m, nblk, R, groups, xq, xd, xs, nc, y, ldy);
     return cudaGetLastError();
 }
 
 template <int T>
 cudaError_t i8g_launch(const uint8_t *w, size_t row_bytes, int64_t m, int nblk, const int8_t *xq, const float *xd,
-                       const float *xs, int64_t k_pad, int nc, float *y, int64_t ldy, cudaStream_t s) {
-    if (nc <= 1) return i8g_launch1<T, 1>(w, row_bytes, m, nblk, xq, xd, xs, k_pad, nc, y, ldy, s);
-    if (nc <= 2) return i8g_launch1<T, 2>(w, row_bytes, m, nblk, xq, xd, xs, k_pad, nc, y, ldy, s);
-    if (nc <= 4) return i8g_launch1<T, 4>(w, row_bytes, m, nblk, xq, xd, xs, k_pad, nc, y, ldy, s);
-    return i8g_launch1<T, 8>(w, row_bytes, m, nblk, xq, xd, xs, k_pad, nc, y, ldy, s);
+                       const float *xs, int nc, float *y, int64_t ldy, cudaStream_t s) {
+    if (nc <= 1) return i8g_launch1<T, 1>(w, row_bytes, m, nblk, xq, xd, xs, nc, y, ldy, s);
+    if (nc <= 2) return i8g_launch1<T, 2>(w, row_bytes, m, nblk, xq, xd, xs, nc, y, ldy, s);
+    if (nc <= 4) return i8g_launch1<T, 4>(w, row_bytes, m, nblk, xq, xd, xs, nc, y, ldy, s);
+    return i8g_launch1<T, 8>(w, row_bytes, m, nblk, xq, xd, xs, nc, y, ldy, s);
 }
 
 int g_i8g_mode = -1; /* qmm_cuda_int8_force_gemv */
@@ -317,17 +353,17 @@ extern "C" bool qmm_cuda_int8_gemv_ok(int type, const void *w, size_t row_bytes,
 }
 
 extern "C" cudaError_t qmm_cuda_int8_gemv(int type, const void *w, size_t row_bytes, int64_t m, int64_t k, int nc,
-                                          const int8_t *xq, const float *xd, const float *xs, int64_t k_pad,
-                                          float *y, int64_t ldy, cudaStream_t stream) {
+                                          const int8_t *xq, const float *xd, const float *xs, float *y,
+                                          int64_t ldy, cudaStream_t stream) {
     if (nc < 1 || nc > kXRows || !qmm_cuda_int8_gemv_ok(type, w, row_bytes, k)) return cudaErrorInvalidValue;
     const uint8_t *wb = (const uint8_t *)w;
     const int nblk = (int)(k / 32);
     switch (type) {
-    case QMM_TYPE_Q4_0: return i8g_launch<QMM_TYPE_Q4_0>(wb, row_bytes, m, nblk, xq, xd, xs, k_pad, nc, y, ldy, stream);
-    case QMM_TYPE_Q8_0: return i8g_launch<QMM_TYPE_Q8_0>(wb, row_bytes, m, nblk, xq, xd, xs, k_pad, nc, y, ldy, stream);
-    case QMM_TYPE_Q4_K: return i8g_launch<QMM_TYPE_Q4_K>(wb, row_bytes, m, nblk, xq, xd, xs, k_pad, nc, y, ldy, stream);
-    case QMM_TYPE_Q5_K: return i8g_launch<QMM_TYPE_Q5_K>(wb, row_bytes, m, nblk, xq, xd, xs, k_pad, nc, y, ldy, stream);
-    case QMM_TYPE_Q6_K: return i8g_launch<QMM_TYPE_Q6_K>(wb, row_bytes, m, nblk, xq, xd, xs, k_pad, nc, y, ldy, stream);
+    case QMM_TYPE_Q4_0: return i8g_launch<QMM_TYPE_Q4_0>(wb, row_bytes, m, nblk, xq, xd, xs, nc, y, ldy, stream);
+    case QMM_TYPE_Q8_0: return i8g_launch<QMM_TYPE_Q8_0>(wb, row_bytes, m, nblk, xq, xd, xs, nc, y, ldy, stream);
+    case QMM_TYPE_Q4_K: return i8g_launch<QMM_TYPE_Q4_K>(wb, row_bytes, m, nblk, xq, xd, xs, nc, y, ldy, stream);
+    case QMM_TYPE_Q5_K: return i8g_launch<QMM_TYPE_Q5_K>(wb, row_bytes, m, nblk, xq, xd, xs, nc, y, ldy, stream);
+    case QMM_TYPE_Q6_K: return i8g_launch<QMM_TYPE_Q6_K>(wb, row_bytes, m, nblk, xq, xd, xs, nc, y, ldy, stream);
     default: return cudaErrorInvalidValue;
     }
 }
