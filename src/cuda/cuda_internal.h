@@ -256,14 +256,17 @@ cudaError_t qmm_cuda_int8_matmul(int type, const void *w, size_t row_bytes, cons
 /* ---- int8 for n <= 8 on the GGUF bytes (int8_gemv.cu; the int8 order, dp4a) ---- */
 
 #define QMM_CUDA_INT8_GEMV_N 8 /* calls of at most this many tokens (the skinny kernel's n) */
+/* Tokens per launch of qmm_cuda_int8_gemv for nc tokens (1, 2, 4, 8): the X rows it reads,
+ * the n_pad of its X layout. */
+static inline int qmm_cuda_int8_gemv_nt(int64_t nc) { return nc <= 1 ? 1 : nc <= 2 ? 2 : nc <= 4 ? 4 : 8; }
 
 /* Whether qmm_cuda_int8_gemv takes these GGUF rows (W at w, stride row_bytes, k columns): q4_0,
  * q8_0, q4_K, q5_K, q6_K with rows a multiple of the copy piece, W 16-byte aligned, a row
  * within the kernel's shared memory; false while qmm_cuda_int8_force_gemv(0) holds. */
 bool qmm_cuda_int8_gemv_ok(int type, const void *w, size_t row_bytes, int64_t k);
 /* y[t*ldy + i] (t < nc <= 8, i < m) in the int8 order from the GGUF rows and X quantized
- * with n_pad = 8 in the chunk-interleaved layout of int8.cu's i8_x_at (xq, xd, and xs = s32
- * or, for q6_K, s16; qmm_cuda_int8_matmul does both). */
+ * with n_pad = qmm_cuda_int8_gemv_nt(nc) in the chunk-interleaved layout of int8.cu's i8_x_at
+ * (xq, xd, and xs = s32 or, for q6_K, s16; qmm_cuda_int8_matmul does both). */
 cudaError_t qmm_cuda_int8_gemv(int type, const void *w, size_t row_bytes, int64_t m, int64_t k, int nc,
                                const int8_t *xq, const float *xd, const float *xs, float *y, int64_t ldy,
                                cudaStream_t stream);

@@ -137,8 +137,8 @@ extern "C" size_t qmm_cuda_int8_workspace_bytes(int64_t k) { return i8_x_bytes(k
 
 /* Where block c of X row j goes: the int8 layout (q[j * k_pad + 32c + e], dx and s32 at
  * [c][n_pad], s16 at [2c + h][n_pad]), or with ilv = C > 0 the GGUF-row kernel's
- * (int8_gemv.cu: block b of chunk ch = c / 16 at slot u = ((c % 16) * C + ch) * n_pad + j:
- * q[32u + e], dx and s32 [u], s16 [2u + h]). */
+ * (int8_gemv.cu: block b of chunk ch = c / 16 at slot u = ((c % 16) * C + ch) * n_pad + j,
+ * n_pad its tokens per launch: q[32u + e], dx and s32 [u], s16 [2u + h]). */
 struct i8_xpos {
     int64_t q, d, s16; /* q: first byte; d: dx and s32 index; s16: index of half 0 (half 1: + s16_h) */
     int64_t s16_h;
@@ -954,8 +954,8 @@ extern "C" cudaError_t qmm_cuda_int8_matmul(int type, const void *w, size_t row_
         const bool skinny = nc <= I8_SKINNY_ROWS;
         const int64_t n_pad = skinny ? I8_SKINNY_ROWS : qmm_cuda_int8_pad(nc);
         const bool rows = skinny && direct; /* the GGUF-row kernel, with its X layout */
-        cudaError_t e = i8_quantize_x(x + t0 * ldx, nc, n_pad, k, ldx, k_pad, xq, xd, s32, s16,
-                                      rows ? (int64_t)nchunk : 0, stream);
+        cudaError_t e = i8_quantize_x(x + t0 * ldx, nc, rows ? qmm_cuda_int8_gemv_nt(nc) : n_pad, k, ldx, k_pad, xq,
+                                      xd, s32, s16, rows ? (int64_t)nchunk : 0, stream);
         if (e != cudaSuccess) return e;
         float *yc = y + t0 * ldy;
         if (rows) {

@@ -49,7 +49,6 @@ namespace {
 
 constexpr int kThreads = 128;
 constexpr int kChunkBlocks = 16;    /* 32-blocks per chunk of the int8 order (I8_KS in int8.cu) */
-constexpr int kXRows = QMM_CUDA_INT8_GEMV_N; /* n_pad of the quantized X (I8_SKINNY_ROWS in int8.cu) */
 constexpr int kSmemTarget = 24576;  /* bytes of W rows per buffer (two per CTA) to aim for */
 #define QMM_I8G_SMEM_MAX (96 * 1024) /* at most this much shared memory per CTA */
 
@@ -236,9 +235,9 @@ __global__ void __launch_bounds__(kThreads, 4) i8g_kernel(const uint8_t *__restr
             if (t < nc) {
                 const int b0 = c * kChunkBlocks, nb = min(kChunkBlocks, nblk - b0);
                 const uint8_t *chunk = buf + (size_t)r * row_bytes + (size_t)c * D::CB;
-                /* X of block bl of this chunk and token: slot (bl * C + c) * 8 + t of the
+                /* X of block bl of this chunk and token: slot (bl * C + c) * NT + t of the
                  * interleaved layout (int8.cu, i8_x_at): consecutive tasks, consecutive slots */
-                const int64_t slot0 = (int64_t)c * kXRows + t, slot_step = (int64_t)C * kXRows;
+                const int64_t slot0 = (int64_t)c * NT + t, slot_step = (int64_t)C * NT;
 #pragma unroll
                 for (int gr = 0; gr < kChunkBlocks / D::BPG; gr++) {
                     if (gr * D::BPG >= nb) break;
@@ -324,10 +323,12 @@ cudaError_t i8g_launch1(const uint8_t *w, size_t row_bytes, int64_t m, int nblk,
 template <int T>
 cudaError_t i8g_launch(const uint8_t *w, size_t row_bytes, int64_t m, int nblk, const int8_t *xq, const float *xd,
                        const float *xs, int nc, float *y, int64_t ldy, cudaStream_t s) {
-    if (nc <= 1) return i8g_launch1<T, 1>(w, row_bytes, m, nblk, xq, xd, xs, nc, y, ldy, s);
-    if (nc <= 2) return i8g_launch1<T, 2>(w, row_bytes, m, nblk, xq, xd, xs, nc, y, ldy, s);
-    if (nc <= 4) return i8g_launch1<T, 4>(w, row_bytes, m, nblk, xq, xd, xs, nc, y, ldy, s);
-    return i8g_launch1<T, 8>(w, row_bytes, m, nblk, xq, xd, xs, nc, y, ldy, s);
+    switch (qmm_cuda_int8_gemv_nt(nc)) { /* the n_pad of X's layout */
+    case 1: return i8g_launch1<T, 1>(w, row_bytes, m, nblk, xq, xd, xs, nc, y, ldy, s);
+    case 2: return i8g_launch1<T, 2>(w, row_bytes, m, nblk, xq, xd, xs, nc, y, ldy, s);
+    case 4: return i8g_launch1<T, 4>(w, row_bytes, m, nblk, xq, xd, xs, nc, y, ldy, s);
+    default: return i8g_launch1<T, 8>(w, row_bytes, m, nblk, xq, xd, xs, nc, y, ldy, s);
+    }
 }
 
 int g_i8g_mode = -1; /* qmm_cuda_int8_force_gemv */
@@ -355,7 +356,7 @@ extern "C" bool qmm_cuda_int8_gemv_ok(int type, const void *w, size_t row_bytes,
 extern "C" cudaError_t qmm_cuda_int8_gemv(int type, const void *w, size_t row_bytes, int64_t m, int64_t k, int nc,
                                           const int8_t *xq, const float *xd, const float *xs, float *y,
                                           int64_t ldy, cudaStream_t stream) {
-    if (nc < 1 || nc > kXRows || !qmm_cuda_int8_gemv_ok(type, w, row_bytes, k)) return cudaErrorInvalidValue;
+    if (nc < 1 || nc > QMM_CUDA_INT8_GEMV_N || !qmm_cuda_int8_gemv_ok(type, w, row_bytes, k)) return cudaErrorInvalidValue;
     const uint8_t *wb = (const uint8_t *)w;
     const int nblk = (int)(k / 32);
     switch (type) {
