@@ -88,7 +88,7 @@ template <> struct i8g<QMM_TYPE_Q4_0> {
             acc = dp4a((q & 0xF0F0F0F0u) ^ 0x80808080u, x[4 + i], acc);
         }
         is[0] = acc >> 4; /* exact: acc is 16 * isum */
-        dw[0] = qmm_cuda_h2f((uint16_t)g16(w, ob));
+        dw[0] = qmm_cuda_h2f_scale((uint16_t)g16(w, ob));
         mw[0] = 0.0f;
     }
 };
@@ -103,7 +103,7 @@ template <> struct i8g<QMM_TYPE_Q8_0> {
 #pragma unroll
         for (int i = 0; i < 8; i++) acc = dp4a(g32(w, ob + 2 + 4 * i), x[i], acc);
         is[0] = acc;
-        dw[0] = qmm_cuda_h2f((uint16_t)g16(w, ob));
+        dw[0] = qmm_cuda_h2f_scale((uint16_t)g16(w, ob));
         mw[0] = 0.0f;
     }
 };
@@ -129,8 +129,8 @@ template <int BYTES, int QS, bool HIGH> struct i8g_k45 {
         for (int j = 0; j < 12; j++) sc12[j] = (uint8_t)g8(w, o + 4 + j);
         int sc, mn;
         qmm_cuda_scale_min_k4(sb, sc12, &sc, &mn);
-        dw[0] = __fmul_rn(qmm_cuda_h2f((uint16_t)g16(w, o)), (float)sc);
-        mw[0] = -__fmul_rn(qmm_cuda_h2f((uint16_t)g16(w, o + 2)), (float)mn);
+        dw[0] = __fmul_rn(qmm_cuda_h2f_scale((uint16_t)g16(w, o)), (float)sc);
+        mw[0] = -__fmul_rn(qmm_cuda_h2f_scale((uint16_t)g16(w, o + 2)), (float)mn);
     }
 };
 template <> struct i8g<QMM_TYPE_Q4_K> : i8g_k45<144, 16, false> {};
@@ -153,7 +153,7 @@ template <> struct i8g<QMM_TYPE_Q6_K> {
             /* bytes 4(q - 32) as s8 (q < 64) */
             acc[i >> 2] = dp4a(((lo | hi) << 2) ^ 0x80808080u, x[i], acc[i >> 2]);
         }
-        const float dd = qmm_cuda_h2f((uint16_t)g16(w, o + 208));
+        const float dd = qmm_cuda_h2f_scale((uint16_t)g16(w, o + 208));
 #pragma unroll
         for (int hh = 0; hh < 2; hh++) {
             is[hh] = acc[hh] >> 2; /* exact: acc is 4 * isum */
@@ -165,7 +165,7 @@ template <> struct i8g<QMM_TYPE_Q6_K> {
 
 /* Loads group g of a chunk whose bytes start at chunk (shared, 4-byte aligned; 16-byte
  * aligned when CPY = 16) into words w; returns the byte offset of the group in w. */
-template <int T>
+template <int T, bool SMEM>
 __device__ __forceinline__ int i8g_load(const uint8_t *chunk, int g, uint32_t (&w)[i8g<T>::NW]) {
     typedef i8g<T> D;
     const int gs = g * D::GB, a = gs & ~(D::CPY - 1);
@@ -173,15 +173,54 @@ __device__ __forceinline__ int i8g_load(const uint8_t *chunk, int g, uint32_t (&
         const uint4 *src = (const uint4 *)(chunk + a);
 #pragma unroll
         for (int i = 0; i < D::NW / 4; i++) {
-            const uint4 v = src[i];
+            const uint4 v = SMEM ? src[i] : __ldg(src + i);
             w[4 * i] = v.x, w[4 * i + 1] = v.y, w[4 * i + 2] = v.z, w[4 * i + 3] = v.w;
         }
     } else {
         const uint32_t *src = (const uint32_t *)(chunk + a);
 #pragma unroll
-        for (int i = 0; i < D::NW; i++) w[i] = src[i];
+        for (int i = 0; i < D::NW; i++) w[i] = SMEM ? src[i] : __ldg(src + i);
     }
     return gs - a;
+}
+
+/* (float)v for |v| < 2^22, exactly, by two float-pipe instructions: the bits of 1.5 * 2^23 + v
+ * read as a float, minus 1.5 * 2^23 (int8.cu's MMA epilogue does the same). */
+__device__ __forceinline__ float i8g_i2f(int v) { return __fsub_rn(__int_as_float(0x4B400000 + v), 12582912.0f); }
+
+/* p of one chunk: its nb 32-blocks (FULL: all 16) in order, W from chunk (shared or global
+ * memory), X from slot0 on (consecutive blocks slot_step apart). */
+template <int T, bool SMEM, bool FULL>
+__device__ __forceinline__ float i8g_chunk(const uint8_t *chunk, int nb, const int8_t *__restrict__ xq,
+                                           const float *__restrict__ xd, const float *__restrict__ xs,
+                                           uint32_t slot0, uint32_t slot_step) {
+    typedef i8g<T> D;
+    float p = 0.0f;
+#pragma unroll
+    for (int gr = 0; gr < kChunkBlocks / D::BPG; gr++) {
+        if (!FULL && gr * D::BPG >= nb) break;
+        uint32_t wv[D::NW];
+        const int o = i8g_load<T, SMEM>(chunk, gr, wv);
+#pragma unroll
+        for (int b = 0; b < D::BPG; b++) {
+            const int bl = gr * D::BPG + b;
+            if (!FULL && bl >= nb) break;
+            const uint32_t u = slot0 + (uint32_t)bl * slot_step;
+            const uint4 *xp = (const uint4 *)(xq + 32 * (size_t)u);
+            const uint4 xa = __ldg(xp), xb = __ldg(xp + 1);
+            const uint32_t xw[8] = {xa.x, xa.y, xa.z, xa.w, xb.x, xb.y, xb.z, xb.w};
+            const float dx = __ldg(xd + u);
+            int is[2];
+            float dwv[2], mwv[2];
+            D::block(wv, o, b, xw, is, dwv, mwv);
+#pragma unroll
+            for (int h = 0; h < D::SPB; h++) {
+                p = __fmaf_rn(i8g_i2f(is[h]), __fmul_rn(dx, dwv[h]), p);
+                if (D::MIN) p = __fmaf_rn(__ldg(xs + (size_t)u * D::SPB + h), mwv[h], p);
+            }
+        }
+    }
+    return p;
 }
 
 /* Copies the rows of group g (rows gR .. gR + R - 1, those below m) to dst by cp.async, all
@@ -203,64 +242,45 @@ __device__ __forceinline__ void i8g_copy(const uint8_t *__restrict__ w, size_t r
     i8_commit();
 }
 
-/* Persistent CTAs (grid <= groups) of at most kThreads threads walk the groups of R rows
- * g = blockIdx.x, + gridDim.x, ...: the next group's rows are copied into the other of two
- * shared buffers while this one's tasks run. Dynamic shared memory: two buffers of R
+/* CTAs of at most kThreads threads walk the groups of R rows g = blockIdx.x, + gridDim.x, ...
+ * SMEM: persistent CTAs (grid <= groups); the next group's rows are copied into the other of
+ * two shared buffers while this one's tasks run. Else (grid = groups) every thread loads its
+ * chunk's bytes from global memory itself. Dynamic shared memory: (SMEM) two buffers of R
  * row_bytes (rounded up to 16) of W, then R * C * NT floats of chunk partials. Which CTA takes
  * which group changes no result. */
-template <int T, int NT>
-__global__ void __launch_bounds__(kThreads, 4) i8g_kernel(const uint8_t *__restrict__ w, size_t row_bytes, int64_t m,
+template <int T, int NT, bool SMEM>
+__global__ void __launch_bounds__(kThreads, 5) i8g_kernel(const uint8_t *__restrict__ w, size_t row_bytes, int64_t m,
                                                        int nblk, int R, int64_t groups, const int8_t *__restrict__ xq,
                                                        const float *__restrict__ xd, const float *__restrict__ xs,
                                                        int nc, float *__restrict__ y, int64_t ldy) {
     typedef i8g<T> D;
-    constexpr int SPB = D::SPB;
     extern __shared__ __align__(16) uint8_t sm[];
     const int tid = threadIdx.x, nt = blockDim.x, C = (nblk + kChunkBlocks - 1) / kChunkBlocks;
-    const size_t wpad = ((size_t)R * row_bytes + 15) & ~(size_t)15;
+    const size_t wpad = SMEM ? ((size_t)R * row_bytes + 15) & ~(size_t)15 : 0;
     float *part = (float *)(sm + 2 * wpad);
     int64_t g = blockIdx.x;
-    if (g < groups) i8g_copy<D::CPY>(w, row_bytes, m, R, g, sm);
+    if (SMEM && g < groups) i8g_copy<D::CPY>(w, row_bytes, m, R, g, sm);
     for (int it = 0; g < groups; it++, g += gridDim.x) {
-        const uint8_t *buf = sm + (it & 1) * wpad;
-        if (g + gridDim.x < groups) i8g_copy<D::CPY>(w, row_bytes, m, R, g + gridDim.x, sm + ((it + 1) & 1) * wpad);
-        else i8_commit(); /* an empty group: the wait below stays "all but the newest" */
-        i8_wait<1>();
-        __syncthreads(); /* this group's rows are in buf; the previous group's partials are read */
         const int64_t r0 = g * R;
+        const uint8_t *buf = SMEM ? sm + (it & 1) * wpad : w + (size_t)r0 * row_bytes;
+        if (SMEM) {
+            if (g + gridDim.x < groups) i8g_copy<D::CPY>(w, row_bytes, m, R, g + gridDim.x, sm + ((it + 1) & 1) * wpad);
+            else i8_commit(); /* an empty group: the wait below stays "all but the newest" */
+            i8_wait<1>();
+        }
+        __syncthreads(); /* this group's rows are in buf; the previous group's partials are read */
         const int rows = (int)(m - r0 < R ? m - r0 : R), tasks = rows * C * NT;
         for (int task = tid; task < tasks; task += nt) {
             const int t = task % NT, rc = task / NT, r = rc / C, c = rc - r * C;
             float p = 0.0f;
             if (t < nc) {
-                const int b0 = c * kChunkBlocks, nb = min(kChunkBlocks, nblk - b0);
+                const int nb = min(kChunkBlocks, nblk - c * kChunkBlocks);
                 const uint8_t *chunk = buf + (size_t)r * row_bytes + (size_t)c * D::CB;
                 /* X of block bl of this chunk and token: slot (bl * C + c) * NT + t of the
                  * interleaved layout (int8.cu, i8_x_at): consecutive tasks, consecutive slots */
-                const int64_t slot0 = (int64_t)c * NT + t, slot_step = (int64_t)C * NT;
-#pragma unroll
-                for (int gr = 0; gr < kChunkBlocks / D::BPG; gr++) {
-                    if (gr * D::BPG >= nb) break;
-                    uint32_t wv[D::NW];
-                    const int o = i8g_load<T>(chunk, gr, wv);
-#pragma unroll
-                    for (int b = 0; b < D::BPG; b++) {
-                        const int bl = gr * D::BPG + b;
-                        if (bl >= nb) break;
-                        const int64_t u = slot0 + bl * slot_step;
-                        const uint4 xa = __ldg((const uint4 *)(xq + 32 * u)), xb = __ldg((const uint4 *)(xq + 32 * u + 16));
-                        const uint32_t xw[8] = {xa.x, xa.y, xa.z, xa.w, xb.x, xb.y, xb.z, xb.w};
-                        const float dx = __ldg(xd + u);
-                        int is[2];
-                        float dwv[2], mwv[2];
-                        D::block(wv, o, b, xw, is, dwv, mwv);
-#pragma unroll
-                        for (int h = 0; h < SPB; h++) {
-                            p = __fmaf_rn(__int2float_rn(is[h]), __fmul_rn(dx, dwv[h]), p);
-                            if (D::MIN) p = __fmaf_rn(__ldg(xs + u * SPB + h), mwv[h], p);
-                        }
-                    }
-                }
+                const uint32_t slot0 = (uint32_t)(c * NT + t), slot_step = (uint32_t)(C * NT);
+                p = nb == kChunkBlocks ? i8g_chunk<T, SMEM, true>(chunk, nb, xq, xd, xs, slot0, slot_step)
+                                       : i8g_chunk<T, SMEM, false>(chunk, nb, xq, xd, xs, slot0, slot_step);
             }
             part[task] = p;
         }
@@ -274,7 +294,7 @@ __global__ void __launch_bounds__(kThreads, 4) i8g_kernel(const uint8_t *__restr
             y[(int64_t)t * ldy + r0 + r] = v;
         }
     }
-    i8_wait<0>();
+    if (SMEM) i8_wait<0>();
 }
 
 template <int T> bool i8g_shape_ok(size_t row_bytes) { return row_bytes % i8g<T>::CPY == 0; }
@@ -289,35 +309,48 @@ static int i8g_rows(size_t row_bytes, int64_t m, int C, int NT) {
     return R < 1 ? 1 : (int)R;
 }
 
-static size_t i8g_smem(size_t row_bytes, int R, int C, int NT) {
-    return 2 * (((size_t)R * row_bytes + 15) & ~(size_t)15) + (size_t)R * C * NT * sizeof(float);
+static size_t i8g_smem(size_t row_bytes, int R, int C, int NT, bool smem) {
+    return (smem ? 2 * (((size_t)R * row_bytes + 15) & ~(size_t)15) : 0) + (size_t)R * C * NT * sizeof(float);
+}
+
+int g_i8g_mode = -1; /* qmm_cuda_int8_force_gemv */
+
+template <int T, int NT, bool SMEM>
+cudaError_t i8g_launch2(const uint8_t *w, size_t row_bytes, int64_t m, int nblk, const int8_t *xq, const float *xd,
+                        const float *xs, int nc, float *y, int64_t ldy, cudaStream_t s) {
+    const int C = (nblk + kChunkBlocks - 1) / kChunkBlocks, R = i8g_rows(row_bytes, m, C, NT);
+    const size_t smem = i8g_smem(row_bytes, R, C, NT, SMEM);
+    if (smem > QMM_I8G_SMEM_MAX) return cudaErrorInvalidConfiguration;
+    static unsigned long long done = 0;
+    if (smem > 48 * 1024) {
+        const cudaError_t e = i8_smem_attr(i8g_kernel<T, NT, SMEM>, QMM_I8G_SMEM_MAX, &done);
+        if (e != cudaSuccess) return e;
+    }
+    const int tasks = R * C * NT, threads = tasks >= kThreads ? kThreads : (tasks + 31) / 32 * 32;
+    const int64_t groups = (m + R - 1) / R;
+    int64_t grid = groups;
+    if (SMEM) { /* resident CTAs per SM for (threads, smem), cached for the last pair asked */
+        static int last_threads = -1, last_occ = 1;
+        static size_t last_smem = 0;
+        if (threads != last_threads || smem != last_smem) {
+            int occ = 0;
+            const cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, i8g_kernel<T, NT, SMEM>, threads, smem);
+            if (e != cudaSuccess) return e;
+            last_threads = threads, last_smem = smem, last_occ = occ < 1 ? 1 : occ;
+        }
+        const int64_t slots = (int64_t)last_occ * i8_sms();
+        if (grid > slots) grid = slots;
+    }
+    if (grid > 0x7FFFFFFF) return cudaErrorInvalidConfiguration;
+    i8g_kernel<T, NT, SMEM><<<(unsigned)grid, threads, smem, s>>>(w, row_bytes, m, nblk, R, groups, xq, xd, xs, nc, y, ldy);
+    return cudaGetLastError();
 }
 
 template <int T, int NT>
 cudaError_t i8g_launch1(const uint8_t *w, size_t row_bytes, int64_t m, int nblk, const int8_t *xq, const float *xd,
                         const float *xs, int nc, float *y, int64_t ldy, cudaStream_t s) {
-    const int C = (nblk + kChunkBlocks - 1) / kChunkBlocks, R = i8g_rows(row_bytes, m, C, NT);
-    const size_t smem = i8g_smem(row_bytes, R, C, NT);
-    if (smem > QMM_I8G_SMEM_MAX) return cudaErrorInvalidConfiguration;
-    static unsigned long long done = 0;
-    if (smem > 48 * 1024) {
-        const cudaError_t e = i8_smem_attr(i8g_kernel<T, NT>, QMM_I8G_SMEM_MAX, &done);
-        if (e != cudaSuccess) return e;
-    }
-    const int tasks = R * C * NT, threads = tasks >= kThreads ? kThreads : (tasks + 31) / 32 * 32;
-    /* resident CTAs per SM for (threads, smem), cached for the last pair asked */
-    static int last_threads = -1, last_occ = 1;
-    static size_t last_smem = 0;
-    if (threads != last_threads || smem != last_smem) {
-        int occ = 0;
-        const cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, i8g_kernel<T, NT>, threads, smem);
-        if (e != cudaSuccess) return e;
-        last_threads = threads, last_smem = smem, last_occ = occ < 1 ? 1 : occ;
-    }
-    const int64_t groups = (m + R - 1) / R, slots = (int64_t)last_occ * i8_sms();
-    const int64_t grid = groups < slots ? groups : slots;
-    i8g_kernel<T, NT><<<(unsigned)grid, threads, smem, s>>>(w, row_bytes, m, nblk, R, groups, xq, xd, xs, nc, y, ldy);
-    return cudaGetLastError();
+    if (g_i8g_mode == 2) return i8g_launch2<T, NT, false>(w, row_bytes, m, nblk, xq, xd, xs, nc, y, ldy, s);
+    return i8g_launch2<T, NT, true>(w, row_bytes, m, nblk, xq, xd, xs, nc, y, ldy, s);
 }
 
 template <int T>
@@ -331,11 +364,9 @@ cudaError_t i8g_launch(const uint8_t *w, size_t row_bytes, int64_t m, int nblk, 
     }
 }
 
-int g_i8g_mode = -1; /* qmm_cuda_int8_force_gemv */
-
 } // namespace
 
-extern "C" void qmm_cuda_int8_force_gemv(int mode) { g_i8g_mode = mode == 0 || mode == 1 ? mode : -1; }
+extern "C" void qmm_cuda_int8_force_gemv(int mode) { g_i8g_mode = mode >= 0 && mode <= 2 ? mode : -1; }
 
 extern "C" bool qmm_cuda_int8_gemv_ok(int type, const void *w, size_t row_bytes, int64_t k) {
     if (g_i8g_mode == 0 || ((uintptr_t)w & 15u) != 0 || k <= 0 || k % 32 != 0) return false;
@@ -350,7 +381,7 @@ extern "C" bool qmm_cuda_int8_gemv_ok(int type, const void *w, size_t row_bytes,
     }
     /* the largest CTA (one row, eight tokens) must fit */
     const int C = (int)((k / 32 + kChunkBlocks - 1) / kChunkBlocks);
-    return shape && i8g_smem(row_bytes, 1, C, 8) <= QMM_I8G_SMEM_MAX;
+    return shape && i8g_smem(row_bytes, 1, C, 8, true) <= QMM_I8G_SMEM_MAX;
 }
 
 extern "C" cudaError_t qmm_cuda_int8_gemv(int type, const void *w, size_t row_bytes, int64_t m, int64_t k, int nc,
