@@ -1853,6 +1853,83 @@ static void test_int8_order_exact(void **state) {
     qmm_context_free(ctx);
 }
 
+/* int8 at n <= 8 on the GGUF rows in a CUDA graph: its X quantizer and the kernel after it
+ * overlap (programmatic dependent launch on sm_90+), so a replay must still read the X of that
+ * replay. Two X sets are copied into the input buffer in turn and the graph (n = 1, then
+ * n = 8) replayed after each copy: every replay must give the eager call's bits for the X it
+ * was given. */
+static void test_int8_rows_graph(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(0x96a);
+    cudaStream_t s;
+    CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    qmm_context *ctx = cuda_context(0, s);
+    const int64_t m = 1100, k = 4096, n_max = 8;
+    problem pa, pb;
+    problem_make(&pa, QMM_TYPE_Q4_K, m, k, n_max, &r);
+    problem_make(&pb, QMM_TYPE_Q4_K, m, k, n_max, &r); /* another X (and W, unused) */
+    qmm_weights *w = NULL;
+    QMM_OK_(qmm_weights_create(ctx, pa.w.type, m, k, pa.w.buf.data, pa.w.row_stride, &w));
+    QMM_OK_(qmm_context_set_strategy(ctx, QMM_STRATEGY_INT8));
+    dev_io io;
+    dev_io_make(ctx, &pa, n_max, &io);
+    float *want[2][2], *h = malloc(io.y_count * sizeof(float));
+    assert_non_null(h);
+    const int64_t ns[2] = {1, 8};
+    const float *xs[2] = {pa.x, pb.x};
+    for (int xi = 0; xi < 2; xi++) { /* eager results */
+        QMM_OK_(qmm_buffer_upload(ctx, io.x, xs[xi], io.x_count * sizeof(float)));
+        for (int ni = 0; ni < 2; ni++) {
+            qmm_path path;
+            QMM_OK_(qmm_matmul_path(ctx, w, ns[ni], &path));
+            if (strcmp(path.kernel, "int8_gguf_dp4a") != 0) fail_msg("int8 n=%lld: kernel %s", (long long)ns[ni], path.kernel);
+            want[xi][ni] = malloc(io.y_count * sizeof(float));
+            assert_non_null(want[xi][ni]);
+            dev_io_poison_y(ctx, &io);
+            QMM_OK_(qmm_matmul(ctx, w, ns[ni], io.x, pa.ldx, io.y, pa.ldy));
+            QMM_OK_(qmm_buffer_download(ctx, want[xi][ni], io.y, io.y_count * sizeof(float)));
+        }
+    }
+    cudaGraph_t graph[2];
+    cudaGraphExec_t exec[2];
+    for (int ni = 0; ni < 2; ni++) {
+        CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+        QMM_OK_(qmm_matmul(ctx, w, ns[ni], io.x, pa.ldx, io.y, pa.ldy));
+        CUDA_OK(cudaStreamEndCapture(s, &graph[ni]));
+        CUDA_OK(cudaGraphInstantiate(&exec[ni], graph[ni], 0));
+    }
+    int replays = 0;
+    for (int round = 0; round < 20; round++) {
+        const int xi = round & 1;
+        CUDA_OK(cudaMemcpyAsync(io.x, xs[xi], io.x_count * sizeof(float), cudaMemcpyHostToDevice, s));
+        for (int ni = 0; ni < 2; ni++) {
+            CUDA_OK(cudaGraphLaunch(exec[ni], s));
+            CUDA_OK(cudaMemcpyAsync(h, io.y, io.y_count * sizeof(float), cudaMemcpyDeviceToHost, s));
+            CUDA_OK(cudaStreamSynchronize(s));
+            for (int64_t j = 0; j < ns[ni]; j++)
+                for (int64_t i = 0; i < m; i++)
+                    if (!same_bits(h[j * pa.ldy + i], want[xi][ni][j * pa.ldy + i]))
+                        fail_msg("int8 graph replay %d (X set %d, n=%lld): y[%lld][%lld] = %a, the eager call gave %a",
+                                 round, xi, (long long)ns[ni], (long long)j, (long long)i, (double)h[j * pa.ldy + i],
+                                 (double)want[xi][ni][j * pa.ldy + i]);
+            replays++;
+        }
+    }
+    print_message("test_int8_rows_graph: %d replays bit-identical to the eager calls\n", replays);
+    for (int ni = 0; ni < 2; ni++) {
+        cudaGraphExecDestroy(exec[ni]);
+        cudaGraphDestroy(graph[ni]);
+        for (int xi = 0; xi < 2; xi++) free(want[xi][ni]);
+    }
+    free(h);
+    dev_io_free(ctx, &io);
+    qmm_weights_free(w);
+    problem_free(&pa);
+    problem_free(&pb);
+    qmm_context_free(ctx);
+    CUDA_OK(cudaStreamDestroy(s));
+}
+
 /* CASES D: X = 127 * identity (n = k rows): the block holding element e quantizes to dx = 1,
  * q = 127 there and zero blocks elsewhere, so Y[e][i] = 127 * W[i][e] up to the rounding of the
  * scale and min terms (a few ulps of the sub-block's magnitude): any nibble order, high bit,
@@ -1944,6 +2021,7 @@ int main(void) {
         cmocka_unit_test(test_int8_q8_0_minus128),
         cmocka_unit_test(test_int8_identity_probe),
         cmocka_unit_test(test_int8_order_exact),
+        cmocka_unit_test(test_int8_rows_graph),
         cmocka_unit_test(test_fused_repack),
         cmocka_unit_test(test_matmul_all),
         cmocka_unit_test(test_matmul_lfm),

@@ -197,6 +197,11 @@ __global__ void int8_quantize_x_kernel(const float *__restrict__ x, int64_t n, i
                                        int64_t ldx, int64_t k_pad, int8_t *__restrict__ q,
                                        float *__restrict__ dx, float *__restrict__ s32,
                                        float *__restrict__ s16, int64_t ilv) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    /* a kernel launched after this one with programmatic serialization (int8_gemv.cu) may
+     * start now: it waits for this grid's results (griddepcontrol.wait) before reading X */
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
     const int64_t c = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
     if (c >= (ilv > 0 ? 16 * ilv : k_pad / 32)) return; /* whole warps: the shuffles inside stay full-warp */
     for (int64_t j = blockIdx.y; j < n_pad; j += gridDim.y)

@@ -260,6 +260,11 @@ __global__ void __launch_bounds__(kThreads, 5) i8g_kernel(const uint8_t *__restr
     float *part = (float *)(sm + 2 * wpad);
     int64_t g = blockIdx.x;
     if (SMEM && g < groups) i8g_copy<D::CPY>(w, row_bytes, m, R, g, sm);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    /* launched with programmatic serialization after the X quantizer (sm_90+): the first
+     * group's W copy is under way; X is read only after the quantizer's grid has finished */
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
     for (int it = 0; g < groups; it++, g += gridDim.x) {
         const int64_t r0 = g * R;
         const uint8_t *buf = SMEM ? sm + (it & 1) * wpad : w + (size_t)r0 * row_bytes;
@@ -309,6 +314,19 @@ static int i8g_rows(size_t row_bytes, int64_t m, int C, int NT) {
     return R < 1 ? 1 : (int)R;
 }
 
+/* The current device's compute capability major (cached per device). */
+static int i8g_cc_major(void) {
+    static int cached[64];
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return 0;
+    if (cached[dev] == 0) {
+        int v = 0;
+        if (cudaDeviceGetAttribute(&v, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) return 0;
+        cached[dev] = v;
+    }
+    return cached[dev];
+}
+
 static size_t i8g_smem(size_t row_bytes, int R, int C, int NT, bool smem) {
     return (smem ? 2 * (((size_t)R * row_bytes + 15) & ~(size_t)15) : 0) + (size_t)R * C * NT * sizeof(float);
 }
@@ -342,8 +360,19 @@ cudaError_t i8g_launch2(const uint8_t *w, size_t row_bytes, int64_t m, int nblk,
         if (grid > slots) grid = slots;
     }
     if (grid > 0x7FFFFFFF) return cudaErrorInvalidConfiguration;
-    i8g_kernel<T, NT, SMEM><<<(unsigned)grid, threads, smem, s>>>(w, row_bytes, m, nblk, R, groups, xq, xd, xs, nc, y, ldy);
-    return cudaGetLastError();
+    /* sm_90+: programmatic dependent launch after the X quantizer (its W copy overlaps the
+     * quantizer; the kernel waits for X with griddepcontrol.wait) */
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3((unsigned)grid);
+    cfg.blockDim = dim3((unsigned)threads);
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = s;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = i8g_cc_major() >= 9 ? 1 : 0;
+    return cudaLaunchKernelEx(&cfg, i8g_kernel<T, NT, SMEM>, w, row_bytes, m, nblk, R, groups, xq, xd, xs, nc, y, ldy);
 }
 
 template <int T, int NT>
