@@ -3,20 +3,25 @@
 # (src/cuda/int8_gemv.cu), run on a GPU machine from the repository root with OUT set:
 #   bash bench/i8g_run.sh
 # Binaries and libraries as bench/half_run.sh (bench/half_pack.sh makes .carry).
-# I8G_STEPS (default "tests decode small peer sanitize full"):
+# I8G_STEPS (default "tests decode small peer model sanitize full"), I8G_TYPES (default
+# q4_0,q4_K,q5_K,q6_K,q8_0), I8G_TESTS (the tests step's test_cuda filters):
 #   tests     test_cuda: the int8-order test (every int8 kernel bit-identical to the order),
 #             the identity probe, and the cache-policy, residency and auto tests
 #   decode    cuda_bench at n = 1 on 4096x14336, 14336x4096, 65536x1024: gemv, int8 on the
-#             GGUF rows and int8 on the repack, W read once per call (--rotate-w 1) and from
-#             device memory (--rotate-w 4: 4 weights objects, beyond the L2 cache)
+#             GGUF rows (shared-memory and global-load variants) and int8 on the repack, with
+#             I8G_ROT (default "1 4") weights objects rotated (4: W read from device memory,
+#             beyond the L2 cache)
 #   small     the same strategies on the LFM shapes at n = 1, 2, 4, 8
 #   peer      ggml_mmbench -B CUDA0 -G 100 on the same shapes and n
+#   model     qmm bench --backend cuda: the whole LFM2.5-350M decode step (n = 1, JSON in $OUT)
+#             and the preset at n = 1, 8
 #   ncu       Nsight Compute sections of the GGUF-row kernel: q4_0 and q6_K 4096x14336 n = 1
-#   sanitize  memcheck, racecheck, synccheck over the quick int8-order test
+#   sanitize  memcheck, racecheck, synccheck over the quick int8 tests (the GGUF-row kernel
+#             among them)
 #   full      the whole test_cuda, then test_conformance on the CUDA backend
 # I8G_END (a date +%s time, default 540 s from the start): a step starts only with 15 s left.
 set -uo pipefail
-steps=" ${I8G_STEPS:-tests decode small peer sanitize full} "
+steps=" ${I8G_STEPS:-tests decode small peer model sanitize full} "
 T0=$(date +%s)
 END=${I8G_END:-$((T0 + 540))}
 OUT=${OUT:-$PWD/out}
@@ -78,6 +83,15 @@ if step peer; then
     echo "no .carry/ggml.tar.xz: ggml not measured"
   fi
 fi
+if step model; then
+  Q=$BINS/qmm
+  timeout "$(lim 90)" "$Q" bench --backend cuda --whole-model --types q4_K,q4_0,q6_K,q8_0 --n 1 \
+    --json "$OUT/whole-n1.json" > "$L/whole_n1.log" 2>&1
+  echo "whole model n = 1 rc=$?"; cat "$L/whole_n1.log"
+  timeout "$(lim 90)" "$Q" bench --backend cuda --types q4_K,q4_0,q6_K,q8_0 --n 1,8 --json "$OUT/lfm-n1-8.json" \
+    > "$L/lfm.log" 2>&1
+  echo "lfm preset n = 1, 8 rc=$?"; cat "$L/lfm.log"
+fi
 if step ncu; then
   NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
   for t in q4_0 q6_K; do
@@ -92,7 +106,7 @@ fi
 if step sanitize; then
   CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   for tool in memcheck racecheck synccheck; do
-    QMM_TEST_CUDA_QUICK=1 QMM_TEST_CUDA_FILTER='test_int8_order_exact' timeout "$(lim 120)" \
+    QMM_TEST_CUDA_QUICK=1 QMM_TEST_CUDA_FILTER='test_int8_*' timeout "$(lim 120)" \
       "$CS" --tool $tool --error-exitcode 99 "$T" > "$L/sanitizer_$tool.log" 2>&1
     echo "$tool rc=$?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED' "$L/sanitizer_$tool.log" | tr '\n' ' ')"
   done

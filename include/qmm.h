@@ -240,7 +240,8 @@ QMM_API qmm_status qmm_backend_check(qmm_backend backend);
  * int8 for the types that have an int8 kernel; on CUDA, among
  * the paths the context's qmm_cache_policy lets the weights hold memory for: with the default
  * policy gemv (class F32) while n x m x k is small, int8 (class INT8) for larger products up to
- * n = 8 (at n = 1 too: a 4096 x 14336 decode), fused (class HALF) above; with
+ * n = 8 (at n = 1 too: a 4096 x 14336 decode; on the GGUF bytes, no copy, for q4_0, q8_0, q4_K,
+ * q5_K, q6_K), fused (class HALF) above; with
  * QMM_CACHE_UNLIMITED the same at n = 1 and cached_f16 above (docs/CUDA.md, "auto").
  * qmm_matmul_path names the kernel and its class; force GEMV (exact, F32 class) or another
  * strategy when a class matters.
@@ -276,7 +277,8 @@ enum {
  * default kernel reads another layout, one repacked copy made at creation: repacked_bytes in
  * qmm_weights_memory_info). The strategies cached_f16 (an f16 copy of W: 2 bytes per weight),
  * fp8 (an E4M3 copy: 1 byte per weight plus a scale per row) and int8 (W repacked to int8 with
- * a scale per sub-block: 1.06x the GGUF bytes for q8_0 to 4.6x for q2_K) read a copy, made
+ * a scale per sub-block: 1.06x the GGUF bytes for q8_0 to 4.6x for q2_K; on CUDA not for
+ * calls of n <= 8 on q4_0, q8_0, q4_K, q5_K, q6_K rows, which it reads as they are) read a copy, made
  * by their first matmul on these weights and kept until the weights are freed. Which copies
  * may be made ("the copies" below: everything beyond what creation makes):
  *
@@ -285,8 +287,9 @@ enum {
  *                        q4_1, q5_0, q5_1, q8_0, q4_K, q5_K, q6_K; not q2_K, q3_K);
  *                        a strategy set with qmm_context_set_strategy (or QMM_STRATEGY) makes
  *                        its copy on its first call, whatever its size.
- *   QMM_CACHE_NONE       no copies: cached_f16, fp8 and int8 return QMM_ERR_UNSUPPORTED; AUTO
- *                        chooses among the paths that read the GGUF bytes (gemv, fused).
+ *   QMM_CACHE_NONE       no copies: cached_f16, fp8 and int8 return QMM_ERR_UNSUPPORTED (not
+ *                        int8 where it reads the GGUF bytes, above); AUTO chooses among the
+ *                        paths that read the GGUF bytes (gemv, fused, that int8).
  *   QMM_CACHE_LIMIT      the copies of one weights object stay within cache_limit times its
  *                        GGUF bytes, for AUTO and forced strategies alike (a forced strategy
  *                        whose copy would not fit returns QMM_ERR_UNSUPPORTED, saying so); AUTO

@@ -994,7 +994,7 @@ static void test_auto_default_policy(void **state) {
             if (got == QMM_STRATEGY_CACHED_F16 || got == QMM_STRATEGY_FP8 || got == QMM_STRATEGY_DEQUANT_SGEMM)
                 fail_msg("auto under the default policy chose %s for %s n=%lld", qmm_strategy_name(got),
                          qmm_type_name(t), (long long)ns[ni]);
-            /* 256 x 1024 stays below the sm_90 row's gemv_max_work (10M) through gemv_max_n = 9 */
+            /* 256 x 1024 stays below the sm_90 row's gemv_max_work (4M) through gemv_max_n = 9 */
             const bool small = ns[ni] <= 9;
             const qmm_strategy want = small ? QMM_STRATEGY_GEMV
                                       : t == QMM_TYPE_Q8_0 || t == QMM_TYPE_Q4_0 || t == QMM_TYPE_F16
