@@ -994,7 +994,7 @@ static void test_auto_default_policy(void **state) {
             if (got == QMM_STRATEGY_CACHED_F16 || got == QMM_STRATEGY_FP8 || got == QMM_STRATEGY_DEQUANT_SGEMM)
                 fail_msg("auto under the default policy chose %s for %s n=%lld", qmm_strategy_name(got),
                          qmm_type_name(t), (long long)ns[ni]);
-            /* 256 x 1024 stays below the sm_90 row's gemv_max_work (4M) through gemv_max_n = 9 */
+            /* 256 x 1024 stays below the sm_90 row's gemv bounds (4M against int8 on the GGUF rows) through n = 9 */
             const bool small = ns[ni] <= 9;
             const qmm_strategy want = small ? QMM_STRATEGY_GEMV
                                       : t == QMM_TYPE_Q8_0 || t == QMM_TYPE_Q4_0 || t == QMM_TYPE_F16
@@ -1722,8 +1722,8 @@ static void int8_order_emulate(qmm_type t, int64_t m, int64_t k, int64_t m_pad, 
 /* Every int8 kernel (for n <= 8 the GGUF-row kernel and the repack's skinny kernel with and
  * without split, each GEMM tile configuration with and without split-k, and the heuristic's
  * choice) computes the int8 order bit for bit: every quantized type, m with tails (45, 130,
- * 257, 67, 37), k of one, several and many chunks (with a padding block for the legacy types,
- * a partial last chunk), n in {1, 2, 8, 9, 16, 17, 64, 65, 130}, and the LFM shapes 4608x1024
+ * 257, 67, 200, 37, 2000), k of one, several and many chunks (with a padding block for the legacy types,
+ * a partial last chunk), n in {1, 2, 3, 5, 8, 9, 16, 17, 64, 65, 130}, and the LFM shapes 4608x1024
  * and 1024x4608 for q4_0, q4_K, q6_K; Y padding intact; the default path at n <= 8 is the
  * GGUF-row kernel wherever it takes the shape. This is what pins the fragment-order repack,
  * the nibble expansion, the scale permutation, the epilogue, the split-k reduction and the
@@ -1732,21 +1732,25 @@ static void test_int8_order_exact(void **state) {
     (void)state;
     tu_rng r = tu_rng_make(144);
     qmm_context *ctx = cuda_context(0, NULL);
-    static const int64_t ns[] = {1, 2, 8, 9, 16, 17, 64, 65, 130};
-    const int n_n = quick() ? 5 : (int)(sizeof ns / sizeof ns[0]);
+    static const int64_t ns[] = {1, 2, 3, 5, 8, 9, 16, 17, 64, 65, 130};
+    const int n_n = quick() ? 7 : (int)(sizeof ns / sizeof ns[0]);
     int runs = 0, direct_runs = 0;
     for (size_t ti = 0; ti < N_TYPES; ti++) {
         const qmm_type t = k_types[ti];
         if (!qmm_cuda_int8_has_type(t)) continue;
         const bool kq = qmm_type_block_size(t) == 256;
         const bool lfm = !quick() && (t == QMM_TYPE_Q4_0 || t == QMM_TYPE_Q4_K || t == QMM_TYPE_Q6_K);
-        /* m, k, largest n. Shapes 3..5 are the GGUF-row kernel's (int8_gemv.cu; q6_K at k = 1280
+        /* m, k, largest n. Shapes 3..6 are the GGUF-row kernel's (int8_gemv.cu; q6_K at k = 1280
          * has an odd number of super-blocks: the repack's kernel): a partial last chunk, five
-         * whole chunks, and rows of 32 chunks (more tasks than threads at n = 8). */
+         * whole chunks, rows of 32 chunks (more tasks than threads at n = 8), and more row
+         * groups than the device holds CTAs at n = 5..8 (the persistent CTAs' second buffer). */
         const int64_t shapes[][3] = {{45, kq ? 256 : 96, 130}, {130, kq ? 768 : 800, 130}, {257, kq ? 2304 : 1056, 130},
                                      {67, 1280, 9},            {200, 2560, 9},             {37, 16384, 8},
-                                     {4608, 1024, 65},         {1024, 4608, 65}};
-        const int n_shapes = lfm ? 8 : quick() ? 4 : 6;
+                                     {2000, 4096, 8},          {4608, 1024, 65},           {1024, 4608, 65}};
+        const int n_shapes = lfm ? 9 : quick() ? 5 : 7;
+        /* the types whose rows the GGUF-row kernel takes at shapes 3..6 */
+        const bool rows_type = t == QMM_TYPE_Q4_0 || t == QMM_TYPE_Q8_0 || t == QMM_TYPE_Q4_K ||
+                               t == QMM_TYPE_Q5_K || t == QMM_TYPE_Q6_K;
         for (int shi = 0; shi < n_shapes; shi++) {
             if (quick() && shi >= 1 && shi <= 2) continue;
             const int64_t m = shapes[shi][0], k = shapes[shi][1];
@@ -1811,6 +1815,9 @@ static void test_int8_order_exact(void **state) {
                         qmm_path path;
                         QMM_OK_(qmm_matmul_path(ctx, w, n, &path));
                         const bool rows = qmm_cuda_int8_gemv_ok(t, (const void *)(uintptr_t)256, tw.row_bytes, k);
+                        if (shi >= 3 && shi <= 6 && rows_type && !(t == QMM_TYPE_Q6_K && k == 1280) && !rows)
+                            fail_msg("int8 %s m=%lld k=%lld: the GGUF-row kernel refuses rows it should take",
+                                     qmm_type_name(t), (long long)m, (long long)k);
                         if (strcmp(path.kernel, rows ? "int8_gguf_dp4a" : "int8_repack_mma") != 0)
                             fail_msg("int8 %s m=%lld k=%lld n=%lld: kernel %s", qmm_type_name(t), (long long)m,
                                      (long long)k, (long long)n, path.kernel);

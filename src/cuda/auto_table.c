@@ -10,14 +10,20 @@
  * each threshold. fused_min_n: fused on the int8 repack against int8, q4_0, q4_K, q6_K, q8_0 on
  * the LFM shapes at n = 16, 64, 512, 2048 (`bash bench/half_run.sh`, step prefill;
  * bench/results/h200-fused-repack.md): fused is faster or within 7% at every point,
- * so it takes int8's place from n = 9 wherever it can read the repack. gemv_max_work: gemv
- * against int8's n <= 8 kernel on the GGUF rows (int8_gemv.cu) at n = 1, 2, 4, 8 on the LFM
- * shapes for q4_0, q4_K, q6_K, q8_0 (`bash bench/i8g_run.sh`, step small;
- * bench/results/h200-int8-gguf-rows.md): of the thresholds 1M..10M, 4M multiply-adds gives
- * every type the smallest mean time over the best of the two (within 1.4% of it; the worst
- * point 14%, q6_K 3072x1024 n = 2); gemv stays on 1024x1024 through n = 4 and 3072x1024 at
- * n = 1, int8 takes 4608x1024 from n = 1, 1024x4608 from n = 1 (4.2 vs 5.2 us) and every decode
- * shape (4096x14336 q4_0: 14.2 vs 25.9 us).
+ * so it takes int8's place from n = 9 wherever it can read the repack. gemv_max_work: gemv,
+ * int8 (its n <= 8 kernel on the repack) and fused at n = 2, 4, 8, 9 on the same shapes and
+ * types (step small of the same script): gemv wins while n * m * k stays below about 10M
+ * multiply-adds (1024x1024 through n = 9, 3072x1024 through n = 2..4, 4608x1024 q4_0 at n = 2),
+ * the int8 kernel above it (1024x4608 from n = 2: 6.2 vs 8.9 us; 4608x1024 n = 8: 6.1 vs 10.7);
+ * misses of the single line: q4_K 4608x1024 n = 2 (gemv 7.5, int8 6.2), 3072x1024 n = 4 (int8
+ * 5.9, gemv 4.8). gemv_rows_max_work, where int8 reads the GGUF rows instead (int8_gemv.cu: q4_0,
+ * q8_0, q4_K, q5_K, q6_K at n <= 8): gemv against that kernel at n = 1, 2, 4, 8 on the LFM shapes
+ * for q4_0, q4_K, q6_K, q8_0 (`bash bench/i8g_run.sh`, step small;
+ * bench/results/h200-int8-gguf-rows.md): of the thresholds 1M..10M, 4M multiply-adds gives every
+ * type the smallest mean time over the best of the two (within 1.4% of it; the worst point 14%,
+ * q6_K 3072x1024 n = 2). With it gemv keeps 512x1024 through n = 7, 1024x1024 through n = 3 and
+ * 3072x1024 at n = 1; int8 takes 4608x1024 and 1024x4608 from n = 1 (1024x4608 q4_0: 4.2 vs
+ * 5.2 us) and every decode shape (4096x14336 q4_0: 14.2 vs 25.9 us).
  * gemv_max_n = 9: gemv still wins at n = 9 on 1024x1024 and 512x1024 (5.3 vs fused 7.4 us),
  * although its token group is 8 (a second pass over W). The row for every other GPU is the same rule, not measured there. To re-measure (every
  * strategy, the crossovers between n = 1 and 512, copies allowed so that every path runs):
@@ -30,9 +36,10 @@
 #define ANY_TYPE (-1)
 
 static const qmm_cuda_auto_row auto_rows[] = {
-    /* cc, type, f16_min_n, fp8_min_n, gemv_max_n, gemv_max_work, fused_min_n, int8_min_n */
-    {90, ANY_TYPE, 2, 2, 9, 4000000, 9, 1},
-    {0, ANY_TYPE, 2, 2, 9, 4000000, 9, 1},
+    /* cc, type, f16_min_n, fp8_min_n, gemv_max_n, gemv_max_work, fused_min_n, int8_min_n,
+     * gemv_rows_max_work */
+    {90, ANY_TYPE, 2, 2, 9, 10000000, 9, 1, 4000000},
+    {0, ANY_TYPE, 2, 2, 9, 10000000, 9, 1, 4000000},
 };
 
 qmm_cuda_auto_row qmm_cuda_auto_lookup(int cc, int type) {

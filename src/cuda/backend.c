@@ -644,7 +644,13 @@ static qmm_strategy resolve_auto(const qmm_context *ctx, const qmm_weights *w, i
     if (n >= a.fp8_min_n && ctx_cc(ctx) >= 89 && !cw->nonfinite && cw->m_pad <= INT_MAX &&
         cw->k_pad <= INT_MAX && auto_may(ctx, w, QMM_STRATEGY_FP8, n))
         return QMM_STRATEGY_FP8;
-    if (n <= a.gemv_max_n && (double)n * (double)w->m * (double)w->k <= (double)a.gemv_max_work)
+    /* gemv's bound: against int8 on the GGUF rows where that kernel would run, else against
+     * fused and int8 on the repack */
+    const bool rows_int8 = n <= QMM_CUDA_INT8_GEMV_N && ctx_cc(ctx) >= 80 &&
+                           copy_of(w, cw, QMM_STRATEGY_INT8, n) == QMM_CUDA_COPIES &&
+                           auto_may(ctx, w, QMM_STRATEGY_INT8, n);
+    const int64_t gemv_work = rows_int8 ? a.gemv_rows_max_work : a.gemv_max_work;
+    if (n <= a.gemv_max_n && (double)n * (double)w->m * (double)w->k <= (double)gemv_work)
         return QMM_STRATEGY_GEMV;
     if (n >= a.fused_min_n && cw->f16_fits && fused_repack_planned(ctx, w, cw)) return QMM_STRATEGY_FUSED;
     if (n >= a.int8_min_n && qmm_cuda_int8_has_type(w->type) && ctx_cc(ctx) >= 80 &&

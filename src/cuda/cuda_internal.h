@@ -124,7 +124,9 @@ typedef struct qmm_cuda_weights {
  * QMM_FLAG_BATCH_INVARIANT, the first that applies of
  *   cached_f16  n >= f16_min_n, W fits f16 and the cache policy lets W hold its f16 copy;
  *   fp8         n >= fp8_min_n, sm_89+, W finite and the policy lets W hold its fp8 copy;
- *   gemv        n <= gemv_max_n and n * m * k <= gemv_max_work;
+ *   gemv        n <= gemv_max_n and n * m * k <= gemv_rows_max_work where int8 would read
+ *               the GGUF rows at this n (qmm_cuda_int8_gemv_ok, n <= 8, policy, sm_80+),
+ *               else n * m * k <= gemv_max_work;
  *   fused       n >= fused_min_n, W fits f16 and fused reads the int8 repack now (a type with
  *               a repacker, the policy lets W hold that copy, not during capture: half.cu);
  *   int8        n >= int8_min_n, a type with a repacker and the policy lets W hold its copy;
@@ -138,6 +140,7 @@ typedef struct qmm_cuda_auto_row {
     int cc;             /* compute capability 10*major + minor of the class; 0: every GPU */
     int type;           /* a qmm_type, or -1: every type without its own row in the class */
     int64_t f16_min_n, fp8_min_n, gemv_max_n, gemv_max_work, fused_min_n, int8_min_n;
+    int64_t gemv_rows_max_work; /* gemv's bound against int8 on the GGUF rows (int8_gemv.cu) */
 } qmm_cuda_auto_row;
 
 /* The row for (cc, type): its own, else the class's row for every type, else the row of
@@ -270,6 +273,9 @@ bool qmm_cuda_int8_gemv_ok(int type, const void *w, size_t row_bytes, int64_t k)
 cudaError_t qmm_cuda_int8_gemv(int type, const void *w, size_t row_bytes, int64_t m, int64_t k, int nc,
                                const int8_t *xq, const float *xd, const float *xs, float *y, int64_t ldy,
                                cudaStream_t stream);
+/* Whether the X quantizer's code on the current device triggers programmatic dependents
+ * (compiled for sm_90+): qmm_cuda_int8_gemv's launch overlaps it only then. */
+bool qmm_cuda_int8_quantizer_triggers(void);
 /* Test and bench aid: 0 keeps n <= 8 on the repack's skinny kernel; 1 or -1 (the default)
  * runs qmm_cuda_int8_gemv where it takes the shape, W staged in shared memory; 2 the same with
  * each thread loading its W bytes from global memory. Process-global; results do not depend

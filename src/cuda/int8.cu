@@ -69,6 +69,8 @@
  */
 #include <stdint.h>
 
+#include <atomic>
+
 #include "cuda/cuda_internal.h"
 #include "cuda/dequant.cuh"
 #include "cuda/int8_layout.cuh"
@@ -220,6 +222,25 @@ static cudaError_t i8_quantize_x(const float *x, int64_t n, int64_t n_pad, int64
     const dim3 grid((unsigned)bx, (unsigned)(n_pad < 65535 ? n_pad : 65535));
     int8_quantize_x_kernel<<<grid, 32 * per_block, 0, stream>>>(x, n, n_pad, k, ldx, k_pad, q, dx, s32, s16, ilv);
     return cudaGetLastError();
+}
+
+/* Whether the X quantizer's code on this device holds its griddepcontrol.launch_dependents:
+ * compiled for sm_90+ (a build's compute_80 PTX, JIT-compiled on a newer GPU, does not).
+ * Cached per device. */
+extern "C" bool qmm_cuda_int8_quantizer_triggers(void) {
+    static std::atomic<signed char> cached[64]; /* 0 unknown, 1 yes, -1 no (threads may race: same value) */
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return false;
+    signed char v = cached[dev].load(std::memory_order_relaxed);
+    if (v == 0) {
+        cudaFuncAttributes fa;
+        v = cudaFuncGetAttributes(&fa, int8_quantize_x_kernel) == cudaSuccess && fa.ptxVersion >= 90 &&
+                    fa.binaryVersion >= 90
+                ? 1
+                : -1;
+        cached[dev].store(v, std::memory_order_relaxed);
+    }
+    return v > 0;
 }
 
 extern "C" cudaError_t qmm_cuda_int8_quantize_x(const float *x, int64_t n, int64_t n_pad, int64_t k,

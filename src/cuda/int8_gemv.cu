@@ -8,7 +8,7 @@
  * are the GGUF bytes.
  *
  * Values and order: those of int8.cu (its top comment). X is quantized per call by the same
- * kernel into the same workspace (qmm_cuda_int8_quantize_x, n_pad = 8). Per output y[t][i],
+ * kernel into the same workspace (in a layout of its own, below). Per output y[t][i],
  * per chunk c of 16 32-blocks (512 elements), p = 0, then for each 32-block (sub-block, for
  * q6_K) of the chunk in increasing order
  *     p = fmaf((float)isum, dx * d_w, p);   min types: p = fmaf(s, mn_w, p)
@@ -40,6 +40,8 @@
  * opt-in (QMM_I8G_SMEM_MAX).
  */
 #include <stdint.h>
+
+#include <atomic>
 
 #include "cuda/cuda_internal.h"
 #include "cuda/dequant.cuh"
@@ -314,17 +316,19 @@ static int i8g_rows(size_t row_bytes, int64_t m, int C, int NT) {
     return R < 1 ? 1 : (int)R;
 }
 
-/* The current device's compute capability major (cached per device). */
-static int i8g_cc_major(void) {
-    static int cached[64];
+/* Whether kernel f's code on this device was compiled for sm_90+ (so it holds its
+ * griddepcontrol.wait): not when the driver JIT-compiled a build's compute_80 PTX for a newer
+ * GPU. Cached per device in *cached (0 unknown, 1 yes, -1 no; threads may race: same value). */
+template <class K> static bool i8g_sm90_code(K f, std::atomic<signed char> (&cached)[64]) {
     int dev = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return 0;
-    if (cached[dev] == 0) {
-        int v = 0;
-        if (cudaDeviceGetAttribute(&v, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) return 0;
-        cached[dev] = v;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return false;
+    signed char v = cached[dev].load(std::memory_order_relaxed);
+    if (v == 0) {
+        cudaFuncAttributes fa;
+        v = cudaFuncGetAttributes(&fa, f) == cudaSuccess && fa.ptxVersion >= 90 && fa.binaryVersion >= 90 ? 1 : -1;
+        cached[dev].store(v, std::memory_order_relaxed);
     }
-    return cached[dev];
+    return v > 0;
 }
 
 static size_t i8g_smem(size_t row_bytes, int R, int C, int NT, bool smem) {
@@ -347,16 +351,11 @@ cudaError_t i8g_launch2(const uint8_t *w, size_t row_bytes, int64_t m, int nblk,
     const int tasks = R * C * NT, threads = tasks >= kThreads ? kThreads : (tasks + 31) / 32 * 32;
     const int64_t groups = (m + R - 1) / R;
     int64_t grid = groups;
-    if (SMEM) { /* resident CTAs per SM for (threads, smem), cached for the last pair asked */
-        static int last_threads = -1, last_occ = 1;
-        static size_t last_smem = 0;
-        if (threads != last_threads || smem != last_smem) {
-            int occ = 0;
-            const cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, i8g_kernel<T, NT, SMEM>, threads, smem);
-            if (e != cudaSuccess) return e;
-            last_threads = threads, last_smem = smem, last_occ = occ < 1 ? 1 : occ;
-        }
-        const int64_t slots = (int64_t)last_occ * i8_sms();
+    if (SMEM) { /* persistent: as many CTAs as are resident at once (asked per launch) */
+        int occ = 0;
+        const cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, i8g_kernel<T, NT, SMEM>, threads, smem);
+        if (e != cudaSuccess) return e;
+        const int64_t slots = (int64_t)(occ < 1 ? 1 : occ) * i8_sms();
         if (grid > slots) grid = slots;
     }
     if (grid > 0x7FFFFFFF) return cudaErrorInvalidConfiguration;
@@ -371,7 +370,9 @@ cudaError_t i8g_launch2(const uint8_t *w, size_t row_bytes, int64_t m, int nblk,
     attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr[0].val.programmaticStreamSerializationAllowed = 1;
     cfg.attrs = attr;
-    cfg.numAttrs = i8g_cc_major() >= 9 ? 1 : 0;
+    /* only where both the quantizer's trigger and this kernel's wait are in the code that runs */
+    static std::atomic<signed char> sm90[64];
+    cfg.numAttrs = qmm_cuda_int8_quantizer_triggers() && i8g_sm90_code(i8g_kernel<T, NT, SMEM>, sm90) ? 1 : 0;
     return cudaLaunchKernelEx(&cfg, i8g_kernel<T, NT, SMEM>, w, row_bytes, m, nblk, R, groups, xq, xd, xs, nc, y, ldy);
 }
 
