@@ -49,7 +49,7 @@ DEC="4096x14336,14336x4096,65536x1024"
 LFM="4608x1024,1024x4608,3072x1024,1024x1024,512x1024"
 
 if step tests; then
-  for f in ${I8G_TESTS:-test_int8_order_exact test_int8_rows_graph test_int8_identity_probe test_cache_none test_residency_lazy \
+  for f in ${I8G_TESTS:-test_int8_order_exact test_int8_rows_graph test_int8_rows_cases test_int8_identity_probe test_cache_none test_residency_lazy \
            test_auto_default_policy test_batch_invariant test_graph_capture test_stream_order}; do
     QMM_TEST_CUDA_FILTER="$f" timeout "$(lim 150)" "$T" > "$L/test_cuda_$f.log" 2>&1
     echo "test_cuda $f rc=$?"; summary "$L/test_cuda_$f.log" 6

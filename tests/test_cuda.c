@@ -1860,6 +1860,118 @@ static void test_int8_order_exact(void **state) {
     qmm_context_free(ctx);
 }
 
+/* CASES A-D on int8's GGUF-row kernel: for each type it takes (q4_0, q8_0, q4_K, q5_K, q6_K),
+ * blocks with planted fields - f16 d subnormal (0x0001, 0x03FF), the largest finite (0x7BFF),
+ * negative, zero; quant bytes all 0x00 or all 0xFF; q8_0 quants of -128; q4_K/q5_K scale and
+ * min bytes all 0xFF (6-bit 63) and all zero; q6_K sub-scales of -128 and 127 - against X rows
+ * of large one-sign values (3000), subnormals, zero blocks and a 127 * identity probe. The
+ * kernel must give the bits of the repack's skinny kernel (whose values the reference tests
+ * pin) at n = 1, 3, 8, with the skinny kernel forced by qmm_cuda_int8_force_gemv(0). */
+static void test_int8_rows_cases(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(0xcafe);
+    qmm_context *ctx = cuda_context(0, NULL);
+    const qmm_type types[] = {QMM_TYPE_Q4_0, QMM_TYPE_Q8_0, QMM_TYPE_Q4_K, QMM_TYPE_Q5_K, QMM_TYPE_Q6_K};
+    const int64_t m = 70, k = 2048, n_max = 8, ldx = k, ldy = m;
+    int compared = 0;
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        const qmm_type t = types[ti];
+        tu_weights tw;
+        QMM_OK_(tu_weights_make(&tw, t, m, k, 0, &r));
+        const size_t bb = qmm_type_block_bytes(t);
+        const int64_t bs = qmm_type_block_size(t), nb = k / bs;
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t b = 0; b < nb; b++) {
+                unsigned char *blk = tw.buf.data + (size_t)i * tw.row_stride + (size_t)b * bb;
+                const uint64_t u = tu_rng_u64(&r);
+                const int pick = (int)(u % 12); /* 0..3 plain blocks */
+                /* the f16 d: q6_K's at byte 208, the others' at 0 */
+                unsigned char *d = blk + (t == QMM_TYPE_Q6_K ? 208 : 0);
+                const size_t q0 = t == QMM_TYPE_Q4_0 || t == QMM_TYPE_Q8_0 ? 2 : t == QMM_TYPE_Q6_K ? 0 : 16;
+                const size_t q1 = t == QMM_TYPE_Q6_K ? 192 : bb;
+                switch (pick) {
+                case 4: d[0] = 0x01, d[1] = 0x00; break;                     /* subnormal */
+                case 5: d[0] = 0xFF, d[1] = 0x03; break;                     /* largest subnormal */
+                case 6: d[0] = 0xFF, d[1] = 0x7B; break;                     /* 65504 */
+                case 7: d[1] ^= 0x80; break;                                 /* negative */
+                case 8: memset(blk + q0, 0x00, q1 - q0); break;              /* quants 0 */
+                case 9: memset(blk + q0, 0xFF, q1 - q0); break;              /* quants all ones */
+                case 10:
+                    if (t == QMM_TYPE_Q8_0) memset(blk + 2, 0x80, 32);       /* -128 */
+                    else if (t == QMM_TYPE_Q6_K) memset(blk + 192, (u >> 8) & 1 ? 0x80 : 0x7F, 16);
+                    else if (t != QMM_TYPE_Q4_0) memset(blk + 4, (u >> 8) & 1 ? 0xFF : 0x00, 12);
+                    else d[0] = d[1] = 0;                                    /* q4_0: d = 0 */
+                    break;
+                case 11: d[0] = d[1] = 0; break;                             /* zero scale */
+                default: break;
+                }
+            }
+        float *x = malloc((size_t)(n_max * ldx) * sizeof(float));
+        assert_non_null(x);
+        for (int64_t j = 0; j < n_max; j++) {
+            float *row = x + j * ldx;
+            tu_fill_uniform(&r, row, (size_t)k, -1.0f, 1.0f);
+            for (int64_t b = 0; b < k / 32; b++) {
+                float *xb = row + 32 * b;
+                switch ((b + j) % 5) {
+                case 1: for (int e = 0; e < 32; e++) xb[e] = 3000.0f + (float)e; break; /* one sign, large */
+                case 2: for (int e = 0; e < 32; e++) xb[e] = (e & 1 ? -1.0f : 1.0f) * 1e-40f; break;
+                case 3: memset(xb, 0, 32 * sizeof(float)); break;
+                default: break;
+                }
+            }
+            if (j < 4) { /* 127 * identity over the first columns */
+                memset(row, 0, 64 * sizeof(float));
+                row[j] = 127.0f;
+            }
+        }
+        qmm_weights *w = NULL;
+        QMM_OK_(qmm_weights_create(ctx, t, m, k, tw.buf.data, tw.row_stride, &w));
+        QMM_OK_(qmm_context_set_strategy(ctx, QMM_STRATEGY_INT8));
+        float *dx_, *dy_;
+        QMM_OK_(qmm_buffer_alloc(ctx, (size_t)(n_max * ldx) * sizeof(float), (void **)&dx_));
+        QMM_OK_(qmm_buffer_alloc(ctx, (size_t)(n_max * ldy) * sizeof(float), (void **)&dy_));
+        QMM_OK_(qmm_buffer_upload(ctx, dx_, x, (size_t)(n_max * ldx) * sizeof(float)));
+        float *y[2];
+        for (int v = 0; v < 2; v++) {
+            y[v] = malloc((size_t)(n_max * ldy) * sizeof(float));
+            assert_non_null(y[v]);
+        }
+        const int64_t ns[] = {1, 3, 8};
+        for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++) {
+            for (int v = 0; v < 2; v++) { /* v = 0: the GGUF-row kernel; 1: the repack's */
+                qmm_cuda_int8_force_gemv(v == 0 ? 1 : 0);
+                qmm_path path;
+                QMM_OK_(qmm_matmul_path(ctx, w, ns[ni], &path));
+                if (strcmp(path.kernel, v == 0 ? "int8_gguf_dp4a" : "int8_repack_mma") != 0)
+                    fail_msg("int8 cases %s n=%lld: kernel %s", qmm_type_name(t), (long long)ns[ni], path.kernel);
+                tu_poison_fill(y[v], (size_t)(n_max * ldy));
+                QMM_OK_(qmm_buffer_upload(ctx, dy_, y[v], (size_t)(n_max * ldy) * sizeof(float)));
+                QMM_OK_(qmm_matmul(ctx, w, ns[ni], dx_, ldx, dy_, ldy));
+                QMM_OK_(qmm_buffer_download(ctx, y[v], dy_, (size_t)(n_max * ldy) * sizeof(float)));
+                qmm_cuda_int8_force_gemv(-1);
+            }
+            for (int64_t j = 0; j < ns[ni]; j++)
+                for (int64_t i = 0; i < m; i++) {
+                    const float a = y[0][j * ldy + i], b = y[1][j * ldy + i];
+                    if (!same_bits(a, b) && !(isnan(a) && isnan(b)))
+                        fail_msg("int8 cases %s n=%lld: y[%lld][%lld] = %a on the GGUF rows, %a on the repack",
+                                 qmm_type_name(t), (long long)ns[ni], (long long)j, (long long)i, (double)a,
+                                 (double)b);
+                    compared++;
+                }
+        }
+        for (int v = 0; v < 2; v++) free(y[v]);
+        qmm_buffer_free(ctx, dx_);
+        qmm_buffer_free(ctx, dy_);
+        qmm_weights_free(w);
+        free(x);
+        tu_weights_free(&tw);
+    }
+    print_message("test_int8_rows_cases: %d outputs bit-identical between the two n <= 8 kernels\n", compared);
+    qmm_context_free(ctx);
+}
+
 /* int8 at n <= 8 on the GGUF rows in a CUDA graph: its X quantizer and the kernel after it
  * overlap (programmatic dependent launch on sm_90+), so a replay must still read the X of that
  * replay. Two X sets are copied into the input buffer in turn and the graph (n = 1, then
@@ -2029,6 +2141,7 @@ int main(void) {
         cmocka_unit_test(test_int8_identity_probe),
         cmocka_unit_test(test_int8_order_exact),
         cmocka_unit_test(test_int8_rows_graph),
+        cmocka_unit_test(test_int8_rows_cases),
         cmocka_unit_test(test_fused_repack),
         cmocka_unit_test(test_matmul_all),
         cmocka_unit_test(test_matmul_lfm),
