@@ -29,21 +29,7 @@ L=$OUT/logs
 mkdir -p "$L"
 . "$(dirname "$0")/device_steps.sh"
 
-echo "== machine"; date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
-DEBS=.deps
-[ -d .deps ] || DEBS=.carry/deps
-if [ -d "$DEBS" ]; then
-  for f in "$DEBS"/*.deb; do dpkg -x "$f" /tmp/deps; done
-  D=/tmp/deps/usr/lib/x86_64-linux-gnu
-  export LD_LIBRARY_PATH=$D:$D/openblas-pthread:${LD_LIBRARY_PATH:-}
-fi
-BINS=${BINS:-.carry/bins}
-[ -f .carry/bins.tar.xz ] && mkdir -p "$BINS" && tar -xJf .carry/bins.tar.xz -C "$BINS"
-T=$BINS/test_cuda C=$BINS/test_conformance B=$BINS/cuda_bench
-if ! loads "$T" || ! loads "$B" || ! loads "$C"; then
-  echo "== the binaries in $BINS do not load here (ldd):"; ldd "$T" | grep "not found"; exit 1
-fi
-echo "== binaries: $(cat "$BINS/COMMIT" 2>/dev/null)"
+carried_bins
 TYPES=${I8G_TYPES:-q4_0,q4_K,q5_K,q6_K,q8_0}
 DEC="4096x14336,14336x4096,65536x1024"
 LFM="4608x1024,1024x4608,3072x1024,1024x1024,512x1024"
