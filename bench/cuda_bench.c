@@ -23,8 +23,7 @@
  *   --int8-sweep: int8 also with each forced GEMM tile configuration and
  *   split (qmm_cuda_int8_force; rows "int8[cC sS]", each verified; n <= 8: the split only);
  *   --int8-repack: at n <= 8 int8 also on the repack's skinny kernel instead of the GGUF rows
- *   (qmm_cuda_int8_force_gemv(0); row "int8(int8_repack_mma)") and on the GGUF rows read by
- *   each thread from global memory (qmm_cuda_int8_force_gemv(2); "int8(int8_gguf_dp4a,global)");
+ *   (qmm_cuda_int8_force_gemv(0); row "int8(int8_repack_mma)", verified);
  *   --fused-sweep: fused also with each forced tile configuration C of its kernel on the int8
  *   repack and split-k S = 1, 2, 4 (qmm_cuda_half_force; rows "fused[cC sS]", each verified);
  *   --rotate-w R (1..8): R weights objects of the same W rotated through the timed calls (so
@@ -88,11 +87,8 @@ void qmm_cuda_int8_force_gemv(int mode);
 void qmm_cuda_half_force(int cfg, int split);
 
 static void force(qmm_strategy strategy, int variant) {
-    /* int8 variant -2: the library's choice, but n <= 8 on the repack's skinny kernel; -3: on
-     * the GGUF rows, each thread loading its W bytes from global memory */
-    qmm_cuda_int8_force_gemv(strategy == QMM_STRATEGY_INT8 && variant == -2   ? 0
-                             : strategy == QMM_STRATEGY_INT8 && variant == -3 ? 2
-                                                                               : -1);
+    /* int8 variant -2: the library's choice, but n <= 8 on the repack's skinny kernel */
+    qmm_cuda_int8_force_gemv(strategy == QMM_STRATEGY_INT8 && variant == -2 ? 0 : -1);
     const bool i8 = strategy == QMM_STRATEGY_INT8 && variant >= 0;
     qmm_cuda_int8_force(i8 ? variant / 2 : -1, i8 ? variant % 2 : -1);
     /* fused variants: configuration variant % 8, split variant / 8 (0: the library's) */
@@ -123,8 +119,7 @@ static void time_one(qmm_context *ctx, qmm_weights **ws, qmm_type type, int64_t 
     if (variant >= 0 && strategy == QMM_STRATEGY_INT8) snprintf(name, sizeof name, "int8[c%d s%d]", variant / 2, variant % 2);
     if (variant >= 0 && strategy == QMM_STRATEGY_FUSED) snprintf(name, sizeof name, "fused[c%d s%d]", variant % 8, variant / 8);
     if (variant < 0 && strategy == QMM_STRATEGY_FUSED) snprintf(name, sizeof name, "fused(%s)", path_kernel(ctx, w, n));
-    if (variant < 0 && strategy == QMM_STRATEGY_INT8)
-        snprintf(name, sizeof name, "int8(%s%s)", path_kernel(ctx, w, n), variant == -3 ? ",global" : "");
+    if (variant < 0 && strategy == QMM_STRATEGY_INT8) snprintf(name, sizeof name, "int8(%s)", path_kernel(ctx, w, n));
     CHECK(qmm_matmul(ctx, w, n, dx, k, dy, m));
     CHECK(qmm_buffer_download(ctx, out, dy, (size_t)(n * m) * sizeof(float)));
     qmm_diff d;
@@ -206,10 +201,8 @@ static void run_case(qmm_context *ctx, qmm_type type, int64_t m, int64_t k, int6
     CHECK(qmm_buffer_upload(ctx, dx, x, (size_t)(SETS * n * k) * sizeof(float)));
     for (int si = 0; si < g_n_strategies; si++) {
         time_one(ctx, ws, type, m, k, n, rb, dx, dy, out, ref, g_strategies[si], -1);
-        if (g_int8_repack && g_strategies[si] == QMM_STRATEGY_INT8 && n <= 8) {
+        if (g_int8_repack && g_strategies[si] == QMM_STRATEGY_INT8 && n <= 8)
             time_one(ctx, ws, type, m, k, n, rb, dx, dy, out, ref, g_strategies[si], -2);
-            time_one(ctx, ws, type, m, k, n, rb, dx, dy, out, ref, g_strategies[si], -3);
-        }
         if (g_int8_sweep && g_strategies[si] == QMM_STRATEGY_INT8)
             for (int v = 0; v < (n <= 8 ? 2 : 6); v++) time_one(ctx, ws, type, m, k, n, rb, dx, dy, out, ref, g_strategies[si], v);
         if (g_fused_sweep && g_strategies[si] == QMM_STRATEGY_FUSED)

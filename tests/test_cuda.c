@@ -1802,15 +1802,12 @@ static void test_int8_order_exact(void **state) {
             for (int ni = 0; ni < n_n && ns[ni] <= n_max; ni++) {
                 const int64_t n = ns[ni];
                 /* (cfg, split): the heuristic's, then every forced one (the skinny kernel
-                 * takes only the split); at n <= 8 also the GGUF-row kernel's two variants
-                 * forced (v = 2, 3; v = 0, 1 keep to the repack's skinny kernel) */
-                for (int v = -1; v < 6; v++) {
-                    if (v < 0 || (n <= 8 && v >= 2)) qmm_cuda_int8_force(-1, -1);
+                 * takes only the split); at n <= 8 also the GGUF-row kernel forced (v = 2;
+                 * v = 0, 1 keep to the repack's skinny kernel) */
+                for (int v = -1; v < (n <= 8 ? 3 : 6); v++) {
+                    if (v < 0 || (n <= 8 && v == 2)) qmm_cuda_int8_force(-1, -1);
                     else qmm_cuda_int8_force(n <= 8 ? 0 : v / 2, v % 2);
-                    /* n <= 8: v = 2 the GGUF-row kernel from shared memory, 3 from global
-                     * memory; v = 4, 5 are the same as v = 0, 1 then (skipped) */
-                    if (n <= 8 && v >= 4) continue;
-                    qmm_cuda_int8_force_gemv(n > 8 || v < 0 ? -1 : v >= 2 ? v - 1 : 0);
+                    qmm_cuda_int8_force_gemv(n > 8 || v < 0 ? -1 : v == 2 ? 1 : 0);
                     if (v < 0 && n <= 8) { /* the default takes the GGUF rows wherever that kernel can */
                         qmm_path path;
                         QMM_OK_(qmm_matmul_path(ctx, w, n, &path));

@@ -277,9 +277,8 @@ cudaError_t qmm_cuda_int8_gemv(int type, const void *w, size_t row_bytes, int64_
  * (compiled for sm_90+): qmm_cuda_int8_gemv's launch overlaps it only then. */
 bool qmm_cuda_int8_quantizer_triggers(void);
 /* Test and bench aid: 0 keeps n <= 8 on the repack's skinny kernel; 1 or -1 (the default)
- * runs qmm_cuda_int8_gemv where it takes the shape, W staged in shared memory; 2 the same with
- * each thread loading its W bytes from global memory. Process-global; results do not depend
- * on it. */
+ * runs qmm_cuda_int8_gemv where it takes the shape. Process-global; results do not depend on
+ * it. */
 void qmm_cuda_int8_force_gemv(int mode);
 
 /* Test and bench aid: force the int8 GEMM's tile configuration (0: 64x64, 1: 128x64, 2: 64x128

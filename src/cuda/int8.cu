@@ -69,8 +69,6 @@
  */
 #include <stdint.h>
 
-#include <atomic>
-
 #include "cuda/cuda_internal.h"
 #include "cuda/dequant.cuh"
 #include "cuda/int8_layout.cuh"
@@ -224,23 +222,11 @@ static cudaError_t i8_quantize_x(const float *x, int64_t n, int64_t n_pad, int64
     return cudaGetLastError();
 }
 
-/* Whether the X quantizer's code on this device holds its griddepcontrol.launch_dependents:
- * compiled for sm_90+ (a build's compute_80 PTX, JIT-compiled on a newer GPU, does not).
- * Cached per device. */
+/* Whether the X quantizer's code on this device holds its griddepcontrol.launch_dependents
+ * (i8_sm90_code). */
 extern "C" bool qmm_cuda_int8_quantizer_triggers(void) {
-    static std::atomic<signed char> cached[64]; /* 0 unknown, 1 yes, -1 no (threads may race: same value) */
-    int dev = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return false;
-    signed char v = cached[dev].load(std::memory_order_relaxed);
-    if (v == 0) {
-        cudaFuncAttributes fa;
-        v = cudaFuncGetAttributes(&fa, int8_quantize_x_kernel) == cudaSuccess && fa.ptxVersion >= 90 &&
-                    fa.binaryVersion >= 90
-                ? 1
-                : -1;
-        cached[dev].store(v, std::memory_order_relaxed);
-    }
-    return v > 0;
+    static std::atomic<signed char> cached[64];
+    return i8_sm90_code(int8_quantize_x_kernel, cached);
 }
 
 extern "C" cudaError_t qmm_cuda_int8_quantize_x(const float *x, int64_t n, int64_t n_pad, int64_t k,

@@ -41,8 +41,6 @@
  */
 #include <stdint.h>
 
-#include <atomic>
-
 #include "cuda/cuda_internal.h"
 #include "cuda/dequant.cuh"
 #include "cuda/int8_layout.cuh"
@@ -167,7 +165,7 @@ template <> struct i8g<QMM_TYPE_Q6_K> {
 
 /* Loads group g of a chunk whose bytes start at chunk (shared, 4-byte aligned; 16-byte
  * aligned when CPY = 16) into words w; returns the byte offset of the group in w. */
-template <int T, bool SMEM>
+template <int T>
 __device__ __forceinline__ int i8g_load(const uint8_t *chunk, int g, uint32_t (&w)[i8g<T>::NW]) {
     typedef i8g<T> D;
     const int gs = g * D::GB, a = gs & ~(D::CPY - 1);
@@ -175,13 +173,13 @@ __device__ __forceinline__ int i8g_load(const uint8_t *chunk, int g, uint32_t (&
         const uint4 *src = (const uint4 *)(chunk + a);
 #pragma unroll
         for (int i = 0; i < D::NW / 4; i++) {
-            const uint4 v = SMEM ? src[i] : __ldg(src + i);
+            const uint4 v = src[i];
             w[4 * i] = v.x, w[4 * i + 1] = v.y, w[4 * i + 2] = v.z, w[4 * i + 3] = v.w;
         }
     } else {
         const uint32_t *src = (const uint32_t *)(chunk + a);
 #pragma unroll
-        for (int i = 0; i < D::NW; i++) w[i] = SMEM ? src[i] : __ldg(src + i);
+        for (int i = 0; i < D::NW; i++) w[i] = src[i];
     }
     return gs - a;
 }
@@ -190,9 +188,9 @@ __device__ __forceinline__ int i8g_load(const uint8_t *chunk, int g, uint32_t (&
  * read as a float, minus 1.5 * 2^23 (int8.cu's MMA epilogue does the same). */
 __device__ __forceinline__ float i8g_i2f(int v) { return __fsub_rn(__int_as_float(0x4B400000 + v), 12582912.0f); }
 
-/* p of one chunk: its nb 32-blocks (FULL: all 16) in order, W from chunk (shared or global
- * memory), X from slot0 on (consecutive blocks slot_step apart). */
-template <int T, bool SMEM, bool FULL>
+/* p of one chunk: its nb 32-blocks (FULL: all 16) in order, W from chunk (shared memory), X
+ * from slot0 on (consecutive blocks slot_step apart). */
+template <int T, bool FULL>
 __device__ __forceinline__ float i8g_chunk(const uint8_t *chunk, int nb, const int8_t *__restrict__ xq,
                                            const float *__restrict__ xd, const float *__restrict__ xs,
                                            uint32_t slot0, uint32_t slot_step) {
@@ -202,7 +200,7 @@ __device__ __forceinline__ float i8g_chunk(const uint8_t *chunk, int nb, const i
     for (int gr = 0; gr < kChunkBlocks / D::BPG; gr++) {
         if (!FULL && gr * D::BPG >= nb) break;
         uint32_t wv[D::NW];
-        const int o = i8g_load<T, SMEM>(chunk, gr, wv);
+        const int o = i8g_load<T>(chunk, gr, wv);
 #pragma unroll
         for (int b = 0; b < D::BPG; b++) {
             const int bl = gr * D::BPG + b;
@@ -244,13 +242,13 @@ __device__ __forceinline__ void i8g_copy(const uint8_t *__restrict__ w, size_t r
     i8_commit();
 }
 
-/* CTAs of at most kThreads threads walk the groups of R rows g = blockIdx.x, + gridDim.x, ...
- * SMEM: persistent CTAs (grid <= groups); the next group's rows are copied into the other of
- * two shared buffers while this one's tasks run. Else (grid = groups) every thread loads its
- * chunk's bytes from global memory itself. Dynamic shared memory: (SMEM) two buffers of R
- * row_bytes (rounded up to 16) of W, then R * C * NT floats of chunk partials. Which CTA takes
- * which group changes no result. */
-template <int T, int NT, bool SMEM>
+/* Persistent CTAs (grid <= groups) of at most kThreads threads walk the groups of R rows
+ * g = blockIdx.x, + gridDim.x, ...: the next group's rows are copied into the other of two
+ * shared buffers while this one's tasks run. Dynamic shared memory: two buffers of R row_bytes
+ * (rounded up to 16) of W, then R * C * NT floats of chunk partials. Which CTA takes which
+ * group changes no result. (Each thread loading its chunk from global memory instead, no
+ * staging and 16-20 warps per SM, was no faster: bench/results/h200-int8-gguf-rows.md.) */
+template <int T, int NT>
 __global__ void __launch_bounds__(kThreads, 5) i8g_kernel(const uint8_t *__restrict__ w, size_t row_bytes, int64_t m,
                                                        int nblk, int R, int64_t groups, const int8_t *__restrict__ xq,
                                                        const float *__restrict__ xd, const float *__restrict__ xs,
@@ -258,10 +256,10 @@ __global__ void __launch_bounds__(kThreads, 5) i8g_kernel(const uint8_t *__restr
     typedef i8g<T> D;
     extern __shared__ __align__(16) uint8_t sm[];
     const int tid = threadIdx.x, nt = blockDim.x, C = (nblk + kChunkBlocks - 1) / kChunkBlocks;
-    const size_t wpad = SMEM ? ((size_t)R * row_bytes + 15) & ~(size_t)15 : 0;
+    const size_t wpad = ((size_t)R * row_bytes + 15) & ~(size_t)15;
     float *part = (float *)(sm + 2 * wpad);
     int64_t g = blockIdx.x;
-    if (SMEM && g < groups) i8g_copy<D::CPY>(w, row_bytes, m, R, g, sm);
+    if (g < groups) i8g_copy<D::CPY>(w, row_bytes, m, R, g, sm);
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     /* launched with programmatic serialization after the X quantizer (sm_90+): the first
      * group's W copy is under way; X is read only after the quantizer's grid has finished */
@@ -269,12 +267,10 @@ __global__ void __launch_bounds__(kThreads, 5) i8g_kernel(const uint8_t *__restr
 #endif
     for (int it = 0; g < groups; it++, g += gridDim.x) {
         const int64_t r0 = g * R;
-        const uint8_t *buf = SMEM ? sm + (it & 1) * wpad : w + (size_t)r0 * row_bytes;
-        if (SMEM) {
-            if (g + gridDim.x < groups) i8g_copy<D::CPY>(w, row_bytes, m, R, g + gridDim.x, sm + ((it + 1) & 1) * wpad);
-            else i8_commit(); /* an empty group: the wait below stays "all but the newest" */
-            i8_wait<1>();
-        }
+        const uint8_t *buf = sm + (it & 1) * wpad;
+        if (g + gridDim.x < groups) i8g_copy<D::CPY>(w, row_bytes, m, R, g + gridDim.x, sm + ((it + 1) & 1) * wpad);
+        else i8_commit(); /* an empty group: the wait below stays "all but the newest" */
+        i8_wait<1>();
         __syncthreads(); /* this group's rows are in buf; the previous group's partials are read */
         const int rows = (int)(m - r0 < R ? m - r0 : R), tasks = rows * C * NT;
         for (int task = tid; task < tasks; task += nt) {
@@ -286,8 +282,8 @@ __global__ void __launch_bounds__(kThreads, 5) i8g_kernel(const uint8_t *__restr
                 /* X of block bl of this chunk and token: slot (bl * C + c) * NT + t of the
                  * interleaved layout (int8.cu, i8_x_at): consecutive tasks, consecutive slots */
                 const uint32_t slot0 = (uint32_t)(c * NT + t), slot_step = (uint32_t)(C * NT);
-                p = nb == kChunkBlocks ? i8g_chunk<T, SMEM, true>(chunk, nb, xq, xd, xs, slot0, slot_step)
-                                       : i8g_chunk<T, SMEM, false>(chunk, nb, xq, xd, xs, slot0, slot_step);
+                p = nb == kChunkBlocks ? i8g_chunk<T, true>(chunk, nb, xq, xd, xs, slot0, slot_step)
+                                       : i8g_chunk<T, false>(chunk, nb, xq, xd, xs, slot0, slot_step);
             }
             part[task] = p;
         }
@@ -301,7 +297,7 @@ __global__ void __launch_bounds__(kThreads, 5) i8g_kernel(const uint8_t *__restr
             y[(int64_t)t * ldy + r0 + r] = v;
         }
     }
-    if (SMEM) i8_wait<0>();
+    i8_wait<0>();
 }
 
 template <int T> bool i8g_shape_ok(size_t row_bytes) { return row_bytes % i8g<T>::CPY == 0; }
@@ -316,51 +312,32 @@ static int i8g_rows(size_t row_bytes, int64_t m, int C, int NT) {
     return R < 1 ? 1 : (int)R;
 }
 
-/* Whether kernel f's code on this device was compiled for sm_90+ (so it holds its
- * griddepcontrol.wait): not when the driver JIT-compiled a build's compute_80 PTX for a newer
- * GPU. Cached per device in *cached (0 unknown, 1 yes, -1 no; threads may race: same value). */
-template <class K> static bool i8g_sm90_code(K f, std::atomic<signed char> (&cached)[64]) {
-    int dev = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return false;
-    signed char v = cached[dev].load(std::memory_order_relaxed);
-    if (v == 0) {
-        cudaFuncAttributes fa;
-        v = cudaFuncGetAttributes(&fa, f) == cudaSuccess && fa.ptxVersion >= 90 && fa.binaryVersion >= 90 ? 1 : -1;
-        cached[dev].store(v, std::memory_order_relaxed);
-    }
-    return v > 0;
+static size_t i8g_smem(size_t row_bytes, int R, int C, int NT) {
+    return 2 * (((size_t)R * row_bytes + 15) & ~(size_t)15) + (size_t)R * C * NT * sizeof(float);
 }
 
-static size_t i8g_smem(size_t row_bytes, int R, int C, int NT, bool smem) {
-    return (smem ? 2 * (((size_t)R * row_bytes + 15) & ~(size_t)15) : 0) + (size_t)R * C * NT * sizeof(float);
-}
-
-int g_i8g_mode = -1; /* qmm_cuda_int8_force_gemv */
-
-template <int T, int NT, bool SMEM>
-cudaError_t i8g_launch2(const uint8_t *w, size_t row_bytes, int64_t m, int nblk, const int8_t *xq, const float *xd,
+template <int T, int NT>
+cudaError_t i8g_launch1(const uint8_t *w, size_t row_bytes, int64_t m, int nblk, const int8_t *xq, const float *xd,
                         const float *xs, int nc, float *y, int64_t ldy, cudaStream_t s) {
     const int C = (nblk + kChunkBlocks - 1) / kChunkBlocks, R = i8g_rows(row_bytes, m, C, NT);
-    const size_t smem = i8g_smem(row_bytes, R, C, NT, SMEM);
+    const size_t smem = i8g_smem(row_bytes, R, C, NT);
     if (smem > QMM_I8G_SMEM_MAX) return cudaErrorInvalidConfiguration;
     static unsigned long long done = 0;
     if (smem > 48 * 1024) {
-        const cudaError_t e = i8_smem_attr(i8g_kernel<T, NT, SMEM>, QMM_I8G_SMEM_MAX, &done);
+        const cudaError_t e = i8_smem_attr(i8g_kernel<T, NT>, QMM_I8G_SMEM_MAX, &done);
         if (e != cudaSuccess) return e;
     }
     const int tasks = R * C * NT, threads = tasks >= kThreads ? kThreads : (tasks + 31) / 32 * 32;
     const int64_t groups = (m + R - 1) / R;
-    int64_t grid = groups;
-    if (SMEM) { /* persistent: as many CTAs as are resident at once (asked per launch) */
-        int occ = 0;
-        const cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, i8g_kernel<T, NT, SMEM>, threads, smem);
-        if (e != cudaSuccess) return e;
-        const int64_t slots = (int64_t)(occ < 1 ? 1 : occ) * i8_sms();
-        if (grid > slots) grid = slots;
-    }
-    if (grid > 0x7FFFFFFF) return cudaErrorInvalidConfiguration;
+    /* persistent: as many CTAs as are resident at once (asked per launch) */
+    int occ = 0;
+    cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, i8g_kernel<T, NT>, threads, smem);
+    if (e != cudaSuccess) return e;
+    const int64_t slots = (int64_t)(occ < 1 ? 1 : occ) * i8_sms(), grid = groups < slots ? groups : slots;
     /* sm_90+: programmatic dependent launch after the X quantizer (its W copy overlaps the
-     * quantizer; the kernel waits for X with griddepcontrol.wait) */
+     * quantizer; the kernel waits for X with griddepcontrol.wait), only where both the
+     * quantizer's trigger and this kernel's wait are in the code that runs */
+    static std::atomic<signed char> sm90[64];
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3((unsigned)grid);
     cfg.blockDim = dim3((unsigned)threads);
@@ -370,17 +347,8 @@ cudaError_t i8g_launch2(const uint8_t *w, size_t row_bytes, int64_t m, int nblk,
     attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr[0].val.programmaticStreamSerializationAllowed = 1;
     cfg.attrs = attr;
-    /* only where both the quantizer's trigger and this kernel's wait are in the code that runs */
-    static std::atomic<signed char> sm90[64];
-    cfg.numAttrs = qmm_cuda_int8_quantizer_triggers() && i8g_sm90_code(i8g_kernel<T, NT, SMEM>, sm90) ? 1 : 0;
-    return cudaLaunchKernelEx(&cfg, i8g_kernel<T, NT, SMEM>, w, row_bytes, m, nblk, R, groups, xq, xd, xs, nc, y, ldy);
-}
-
-template <int T, int NT>
-cudaError_t i8g_launch1(const uint8_t *w, size_t row_bytes, int64_t m, int nblk, const int8_t *xq, const float *xd,
-                        const float *xs, int nc, float *y, int64_t ldy, cudaStream_t s) {
-    if (g_i8g_mode == 2) return i8g_launch2<T, NT, false>(w, row_bytes, m, nblk, xq, xd, xs, nc, y, ldy, s);
-    return i8g_launch2<T, NT, true>(w, row_bytes, m, nblk, xq, xd, xs, nc, y, ldy, s);
+    cfg.numAttrs = qmm_cuda_int8_quantizer_triggers() && i8_sm90_code(i8g_kernel<T, NT>, sm90) ? 1 : 0;
+    return cudaLaunchKernelEx(&cfg, i8g_kernel<T, NT>, w, row_bytes, m, nblk, R, groups, xq, xd, xs, nc, y, ldy);
 }
 
 template <int T>
@@ -394,9 +362,11 @@ cudaError_t i8g_launch(const uint8_t *w, size_t row_bytes, int64_t m, int nblk, 
     }
 }
 
+int g_i8g_mode = -1; /* qmm_cuda_int8_force_gemv */
+
 } // namespace
 
-extern "C" void qmm_cuda_int8_force_gemv(int mode) { g_i8g_mode = mode >= 0 && mode <= 2 ? mode : -1; }
+extern "C" void qmm_cuda_int8_force_gemv(int mode) { g_i8g_mode = mode == 0 || mode == 1 ? mode : -1; }
 
 extern "C" bool qmm_cuda_int8_gemv_ok(int type, const void *w, size_t row_bytes, int64_t k) {
     if (g_i8g_mode == 0 || ((uintptr_t)w & 15u) != 0 || k <= 0 || k % 32 != 0) return false;
@@ -411,7 +381,7 @@ extern "C" bool qmm_cuda_int8_gemv_ok(int type, const void *w, size_t row_bytes,
     }
     /* the largest CTA (one row, eight tokens) must fit */
     const int C = (int)((k / 32 + kChunkBlocks - 1) / kChunkBlocks);
-    return shape && i8g_smem(row_bytes, 1, C, 8, true) <= QMM_I8G_SMEM_MAX;
+    return shape && i8g_smem(row_bytes, 1, C, 8) <= QMM_I8G_SMEM_MAX;
 }
 
 extern "C" cudaError_t qmm_cuda_int8_gemv(int type, const void *w, size_t row_bytes, int64_t m, int64_t k, int nc,

@@ -7,6 +7,8 @@
 #pragma once
 #include <stdint.h>
 
+#include <atomic>
+
 #include "cuda/cuda_internal.h"
 
 #define I8_PAD 128    /* m_pad, k_pad granule (qmm_cuda_int8_pad) */
@@ -48,6 +50,22 @@ template <class K> static inline cudaError_t i8_smem_attr(K f, int bytes, unsign
     e = cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
     if (e == cudaSuccess) *done |= bit;
     return e;
+}
+
+/* Whether kernel f's code on the current device was compiled for sm_90+ (so it holds its
+ * griddepcontrol instructions): not when the driver JIT-compiled a build's compute_80 PTX for
+ * a newer GPU. Cached per device in `cached` (0 unknown, 1 yes, -1 no; threads that race
+ * store the same value). */
+template <class K> static inline bool i8_sm90_code(K f, std::atomic<signed char> (&cached)[64]) {
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return false;
+    signed char v = cached[dev].load(std::memory_order_relaxed);
+    if (v == 0) {
+        cudaFuncAttributes fa;
+        v = cudaFuncGetAttributes(&fa, f) == cudaSuccess && fa.ptxVersion >= 90 && fa.binaryVersion >= 90 ? 1 : -1;
+        cached[dev].store(v, std::memory_order_relaxed);
+    }
+    return v > 0;
 }
 
 /* The multiprocessor count of the current device (cached per device). */
