@@ -191,6 +191,25 @@ class Runs(unittest.TestCase):
                 with open(path) as f:
                     self.assertEqual(json.load(f)["header"]["cache"], shown)
 
+    def test_caches_option(self):
+        for bad in ["warm", "", "HOT", "cold,hot"]:
+            p = bench(*TINY, "--caches", bad)
+            self.assertEqual(p.returncode, 2, f"--caches {bad!r}: {p.stderr}")
+            self.assertIn("--caches", p.stderr)
+            self.assertEqual(p.stdout, "")
+        for state, copies in [("cold", 3), ("hot", 1)]:
+            with tempfile.TemporaryDirectory() as d:
+                path = os.path.join(d, "out.json")
+                p = bench(*TINY, "--warmup", "2", "--caches", state, "--json", path)
+                self.assertEqual(p.returncode, 0, f"--caches {state}: {p.stderr}")
+                self.assertIn(f"caches:   {state}", p.stdout)
+                with open(path) as f:
+                    j = json.load(f)
+                self.assertEqual(j["header"]["caches"], state)
+                # cold: a copy per call (warmup 2 + iters 1); hot: the one copy reused
+                self.assertTrue(j["rows"])
+                self.assertEqual({r["copies"] for r in j["rows"]}, {copies})
+
     def test_same_seed_same_checksums(self):
         a = list(csv.DictReader(io.StringIO(bench(*TINY, "--csv").stdout)))
         b = list(csv.DictReader(io.StringIO(bench(*TINY, "--csv").stdout)))

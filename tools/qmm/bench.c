@@ -83,6 +83,7 @@ typedef struct bench_opts {
     const char *json_path;
     bool csv, verify;
     bool batch_invariant; /* --batch-invariant: QMM_FLAG_BATCH_INVARIANT on the context */
+    bool hot;             /* --caches hot: one W/X/Y copy reused, no flush */
     qmm_cache_policy cache; /* --cache */
     double cache_limit;
     char cache_text[48];  /* as the header prints it: "default", "none", "unlimited", "limit X" */
@@ -133,6 +134,10 @@ static void usage(FILE *f) {
         "  --verify, --no-verify   compare with the reference (default on)\n"
         "  --batch-invariant  run with QMM_FLAG_BATCH_INVARIANT (row j of Y depends only on\n"
         "                     row j of X, bit for bit, for every n)\n"
+        "  --caches cold|hot  cold (default): every call on its own W, X, Y copy, the CPU\n"
+        "                     caches flushed before each row (CUDA: >= 128 MiB of copies):\n"
+        "                     weights streamed from memory; hot: one copy reused, W stays\n"
+        "                     in cache where it fits (as ggml_mmbench times)\n"
         "  --cache default|none|unlimited|X  the context's qmm_cache_policy: which copies of\n"
         "                     W (f16, fp8, int8) CUDA weights may hold; X (a number >= 0):\n"
         "                     copies up to X times the GGUF bytes (default: default)\n"
@@ -197,7 +202,7 @@ static bool parse_shapes(const char *s, bench_opts *o) {
 enum {
     OPT_PRESET = 256, OPT_MODEL, OPT_SHAPE, OPT_WHOLE, OPT_TYPES, OPT_N, OPT_ITERS, OPT_WARMUP,
     OPT_THREADS, OPT_STRATEGY, OPT_BACKEND, OPT_FILL, OPT_SEED, OPT_JSON, OPT_CSV, OPT_VERIFY,
-    OPT_NO_VERIFY, OPT_BATCH_INVARIANT, OPT_CACHE, OPT_GEOM
+    OPT_NO_VERIFY, OPT_BATCH_INVARIANT, OPT_CACHE, OPT_CACHES, OPT_GEOM
 };
 
 /* --cache: a policy name or a limit (a plain decimal number >= 0, at most 1e6). */
@@ -246,6 +251,7 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
         {"no-verify", no_argument, NULL, OPT_NO_VERIFY},
         {"batch-invariant", no_argument, NULL, OPT_BATCH_INVARIANT},
         {"cache", required_argument, NULL, OPT_CACHE},
+        {"caches", required_argument, NULL, OPT_CACHES},
         {"wg-m", required_argument, NULL, OPT_GEOM},
         {"wg-n", required_argument, NULL, OPT_GEOM},
         {"tile-k", required_argument, NULL, OPT_GEOM},
@@ -351,6 +357,15 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
         case OPT_VERIFY: o->verify = true; break;
         case OPT_NO_VERIFY: o->verify = false; break;
         case OPT_BATCH_INVARIANT: o->batch_invariant = true; break;
+        case OPT_CACHES:
+            if (strcmp(optarg, "cold") == 0) o->hot = false;
+            else if (strcmp(optarg, "hot") == 0) o->hot = true;
+            else {
+                fprintf(stderr, "qmm bench: --caches: unknown state '%s' (expected cold or hot)\n",
+                        optarg);
+                return 2;
+            }
+            break;
         case OPT_CACHE: if (!parse_cache(optarg, o)) return 2; break;
         case 'h': usage(stdout); return 1;
         case ':':
@@ -550,6 +565,7 @@ static qmm_strategy effective_strategy(qmm_strategy s) {
 /* How many W/X/Y copies to rotate through for a working set of `ws` bytes per call. */
 static int copies_for(const bench_run *r, size_t ws) {
     const int64_t calls = r->o->warmup + r->o->iters;
+    if (r->o->hot) return 1; /* --caches hot: one copy, warmed by the warmup calls */
     int64_t want = calls; /* CPU: each call on its own copy, caches flushed before the first */
     if (r->o->backend == QMM_BACKEND_CUDA || r->o->backend == QMM_BACKEND_WEBGPU) {
         int64_t cover = (int64_t)((BENCH_GPU_ROTATE_BYTES + ws - 1) / ws);
@@ -650,7 +666,7 @@ static void time_strategy(bench_run *r, const bench_matrix *bm, int64_t n, qmm_s
         row_fail(row, "poisoning Y: %s", qmm_last_error());
         return;
     }
-    if (r->stream) { /* evict W, X, Y copies from the CPU caches (untimed) */
+    if (r->stream && !o->hot) { /* evict W, X, Y copies from the CPU caches (untimed) */
         volatile unsigned long long sink = sysinfo_stream_read(r->stream, r->stream_bytes, r->threads);
         (void)sink;
     }
@@ -1229,6 +1245,7 @@ int qmm_cmd_bench(int argc, char **argv) {
         .gpu_peak_tflops = r.have_gpu ? r.gpu.peak_tflops : NULL,
         .llc_bytes = (long long)llc, .iters = o.iters, .warmup = o.warmup, .seed = o.seed,
         .verify = o.verify, .batch_invariant = o.batch_invariant, .cache = o.cache_text,
+        .hot = o.hot,
         .graph_min_calls = BENCH_GRAPH_MIN_CALLS,
         .auto_table = auto_table, .tuning = &tuning,
     };

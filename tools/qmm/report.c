@@ -72,6 +72,7 @@ void report_header_set(report *r, const report_header *h) {
     cJSON_AddStringToObject(j, "source", h->source);
     cJSON_AddBoolToObject(j, "verify", h->verify);
     cJSON_AddBoolToObject(j, "batch_invariant", h->batch_invariant);
+    cJSON_AddStringToObject(j, "caches", h->hot ? "hot" : "cold");
     cJSON_AddStringToObject(j, "cache", h->cache ? h->cache : "default");
     cJSON_AddStringToObject(j, "auto_table", h->auto_table ? h->auto_table : "");
     if (h->tuning != NULL) {
@@ -168,6 +169,11 @@ void report_header_set(report *r, const report_header *h) {
             h->source, h->fill, h->seed, h->warmup, h->iters,
             h->verify ? "verified vs qmm_matmul_ref" : "NOT verified (--no-verify)",
             h->batch_invariant ? "; batch-invariant context" : "");
+    fprintf(r->out, "caches:   %s\n",
+            h->hot ? "hot (--caches hot): one W, X, Y copy reused by every call, no flush; W is "
+                     "read from cache where it fits"
+                   : "cold: each call on its own W, X, Y copy, not touched since a flush (CPU) or "
+                     "evicted by later copies (GPU)");
     if (r->gpu)
         fprintf(r->out, "timing:   ms(graph) = %s\n          ms(1call) = %s; GFLOP/s, GB/s, roof%% "
                         "from ms(graph)\n", ms_text, lat_text);

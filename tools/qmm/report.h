@@ -4,7 +4,8 @@
  *
  *   { "header": { "qmm_version", "date", "cpu", "features": [...], "backend", "threads",
  *                 "device", "command_line", "mem_read_gbps", "llc_bytes", "iters", "warmup",
- *                 "fill", "seed", "source", "verify", "batch_invariant", "cache", "auto_table",
+ *                 "fill", "seed", "source", "verify", "batch_invariant", "caches" ("cold" or
+ *                 "hot"), "cache", "auto_table",
  *                 "tuning": {"state", "path", "status", "reason"},
  *                 "timing": {"ms", "latency_ms"} (what each figure is, in words), and for CUDA
  *                 "gpu_copy_gbps", "gpu_peak_tflops": {"f32", "half", "int8", "fp8"}, for WebGPU
@@ -72,6 +73,7 @@ typedef struct report_header {
     long long llc_bytes, iters, warmup, seed;
     bool verify;
     bool batch_invariant;           /* the context ran with QMM_FLAG_BATCH_INVARIANT */
+    bool hot;                       /* --caches hot: one W/X/Y copy reused, no flush */
     const char *cache;              /* the context's cache policy, e.g. "default", "limit 2" */
     int graph_min_calls;            /* CUDA: at least this many calls per replayed graph */
     const char *auto_table;         /* which table auto reads: "tuning file PATH ...", or the
