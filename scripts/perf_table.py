@@ -63,6 +63,8 @@ def machine(h):
     if h["backend"] == "cpu":
         isa = h["device"].split("(isa ")[-1].rstrip(")") if "(isa " in h["device"] else "?"
         dev = f"{dev}, isa {isa}, {h.get('threads', '?')} threads"
+    if h.get("caches") == "hot":  # qmm bench --caches hot: W reused from cache (older files: cold)
+        dev = f"{dev}, hot caches"
     return (h["backend"], dev, timing(h))
 
 
