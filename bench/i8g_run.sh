@@ -16,6 +16,8 @@
 #   model     qmm bench --backend cuda: the whole LFM2.5-350M decode step (n = 1, JSON in $OUT)
 #             and the preset at n = 1, 8
 #   ncu       Nsight Compute sections of the GGUF-row kernel: q4_0 and q6_K 4096x14336 n = 1
+#   split     ncu: the durations of the X quantizer and the GGUF-row kernel (q4_0 4096x14336 and
+#             65536x1024, n = 1) and the kernel's warp stall reasons
 #   sanitize  memcheck, racecheck, synccheck over the quick int8 tests (the GGUF-row kernel
 #             among them)
 #   full      the whole test_cuda, then test_conformance on the CUDA backend
@@ -87,6 +89,18 @@ if step ncu; then
       --metrics dram__bytes_read.sum,lts__t_sectors_srcunit_tex_op_read.sum,smsp__inst_executed.sum \
       "$B" --types $t --shapes 4096x14336 --ns 1 --strategies int8 --no-decode > "$L/ncu_$t.log" 2>&1
     echo "ncu $t rc=$?"; grep -vE "^==PROF==|^ *$|^-+$" "$L/ncu_$t.log" | cut -c1-110 | head -100
+  done
+fi
+if step split; then
+  # where a call's time goes: the duration of the X quantizer and of the GGUF-row kernel
+  # (ncu serializes launches: PDL overlap is not seen), and the kernel's warp stall reasons
+  NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+  for s in 4096x14336 65536x1024; do
+    timeout "$(lim 90)" "$NCU" --kernel-name regex:"i8g_kernel|int8_quantize_x_kernel" --launch-skip 6 --launch-count 4 \
+      --section WarpStateStats --section LaunchStats --section Occupancy \
+      --metrics gpu__time_duration.sum,dram__bytes_read.sum,smsp__cycles_active.avg,sm__cycles_elapsed.avg \
+      "$B" --types q4_0 --shapes $s --ns 1 --strategies int8 --no-decode > "$L/split_$s.log" 2>&1
+    echo "split q4_0 $s rc=$?"; grep -E "^  [a-z_]+.*\(|gpu__time_duration|dram__bytes|cycles_active|cycles_elapsed|Stall|Warp Cycles|Achieved Occ|Block Limit|Registers Per|Grid Size|Block Size|Dynamic Shared" "$L/split_$s.log" | cut -c1-120 | head -80
   done
 fi
 if step sanitize; then
