@@ -3,7 +3,7 @@
 
 Reads every bench/results/*.json that `qmm bench --json FILE` wrote (an object with a
 "header" and "rows"; other JSON files there, such as bench/cuda_bench's, are skipped) and
-prints markdown: per machine (backend, device, threads) one table of the newest verified
+prints markdown: per machine (backend, device, threads, cache state) one table of the newest verified
 measurement of each (type, n, strategy, shape), and one table of the whole-model totals.
 Rows that failed or were not verified are never shown. Numbers are printed as the files hold
 them (rounded for display only); each table names the files and commands it comes from.
@@ -52,6 +52,11 @@ def timing(h):
     """How the file's ms was taken (the header's own sentence; older files have none)."""
     t = h.get("timing")
     if isinstance(t, dict) and isinstance(t.get("ms"), str):
+        if h.get("caches") == "hot" and t["ms"].endswith("caches flushed before the timed calls"):
+            # qmm bench of ba33acb..b0eb19c wrote the cold sentence in hot CPU runs; the header's
+            # "caches" field is the truth
+            return t["ms"].replace("caches flushed before the timed calls",
+                                   "one W/X/Y copy reused, caches not flushed (--caches hot)")
         return t["ms"]
     return f"not stated in the header (qmm {h.get('qmm_version', '?')}; docs/BENCH.md \"Timing\" describes the method)"
 

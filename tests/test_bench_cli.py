@@ -197,18 +197,26 @@ class Runs(unittest.TestCase):
             self.assertEqual(p.returncode, 2, f"--caches {bad!r}: {p.stderr}")
             self.assertIn("--caches", p.stderr)
             self.assertEqual(p.stdout, "")
-        for state, copies in [("cold", 3), ("hot", 1)]:
+        for state, copies, warmup in [("cold", 3, "2"), ("hot", 1, "2"), ("hot", 1, "0")]:
             with tempfile.TemporaryDirectory() as d:
                 path = os.path.join(d, "out.json")
-                p = bench(*TINY, "--warmup", "2", "--caches", state, "--json", path)
+                p = bench(*TINY, "--warmup", warmup, "--caches", state, "--json", path)
                 self.assertEqual(p.returncode, 0, f"--caches {state}: {p.stderr}")
                 self.assertIn(f"caches:   {state}", p.stdout)
                 with open(path) as f:
                     j = json.load(f)
                 self.assertEqual(j["header"]["caches"], state)
+                # the timing sentence says how the copies were used
+                timing = j["header"]["timing"]["ms"]
+                if state == "hot":
+                    self.assertIn("--caches hot", timing)
+                    self.assertNotIn("flushed before", timing)
+                else:
+                    self.assertIn("caches flushed before", timing)
                 # cold: a copy per call (warmup 2 + iters 1); hot: the one copy reused
                 self.assertTrue(j["rows"])
-                self.assertEqual({r["copies"] for r in j["rows"]}, {copies})
+                want = copies if state == "hot" else int(warmup) + 1  # a copy per call when cold
+                self.assertEqual({r["copies"] for r in j["rows"]}, {want})
 
     def test_same_seed_same_checksums(self):
         a = list(csv.DictReader(io.StringIO(bench(*TINY, "--csv").stdout)))

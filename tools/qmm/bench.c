@@ -134,8 +134,9 @@ static void usage(FILE *f) {
         "  --verify, --no-verify   compare with the reference (default on)\n"
         "  --batch-invariant  run with QMM_FLAG_BATCH_INVARIANT (row j of Y depends only on\n"
         "                     row j of X, bit for bit, for every n)\n"
-        "  --caches cold|hot  cold (default): every call on its own W, X, Y copy, the CPU\n"
-        "                     caches flushed before each row (CUDA: >= 128 MiB of copies):\n"
+        "  --caches cold|hot  cold (default): every call on its own W, X, Y copy (up to 64\n"
+        "                     copies, 1 GiB), the CPU caches flushed before each row (GPU:\n"
+        "                     >= 128 MiB of copies):\n"
         "                     weights streamed from memory; hot: one copy reused, W stays\n"
         "                     in cache where it fits (as ggml_mmbench times)\n"
         "  --cache default|none|unlimited|X  the context's qmm_cache_policy: which copies of\n"
@@ -1258,9 +1259,12 @@ int qmm_cmd_bench(int argc, char **argv) {
     }
     report_header_set(r.rep, &h);
     if (o.backend == QMM_BACKEND_WEBGPU)
-        report_note(r.rep, "webgpu times: GPU timestamps at the start and end of each compute pass "
-                           "of one call (qmm_timer_begin/end), median over the timed calls; W, X, Y "
-                           "rotated through copies of at least 128 MiB");
+        report_note(r.rep, o.hot ? "webgpu times: GPU timestamps at the start and end of each compute "
+                                   "pass of one call (qmm_timer_begin/end), median over the timed calls; "
+                                   "one W, X, Y copy reused (--caches hot)"
+                                 : "webgpu times: GPU timestamps at the start and end of each compute "
+                                   "pass of one call (qmm_timer_begin/end), median over the timed calls; "
+                                   "W, X, Y rotated through copies of at least 128 MiB");
     if (o.whole_model || o.model_path) {
         r.totals = calloc(o.n_ns * (size_t)o.n_strategies, sizeof *r.totals);
         if (r.totals == NULL) {

@@ -90,13 +90,15 @@ void report_header_set(report *r, const report_header *h) {
     char ms_text[320], lat_text[200];
     if (r->gpu) {
         snprintf(ms_text, sizeof ms_text, "device time of one call among back-to-back calls: at least "
-                 "%d calls (W/X/Y copies rotated) recorded in a CUDA graph (qmm_graph_begin/end) and "
-                 "replayed; median over the iters replays of replay ms / calls", h->graph_min_calls);
+                 "%d calls (%s) recorded in a CUDA graph (qmm_graph_begin/end) and "
+                 "replayed; median over the iters replays of replay ms / calls", h->graph_min_calls,
+                 h->hot ? "one W/X/Y copy, --caches hot" : "W/X/Y copies rotated");
         snprintf(lat_text, sizeof lat_text, "single-call latency: one call alone between CUDA events "
                  "on the stream (host submission included), median of the iters");
     } else {
         snprintf(ms_text, sizeof ms_text, "one call timed alone (monotonic clock), median of the "
-                 "iters; caches flushed before the timed calls");
+                 "iters; %s", h->hot ? "one W/X/Y copy reused, caches not flushed (--caches hot)"
+                                     : "caches flushed before the timed calls");
         snprintf(lat_text, sizeof lat_text, "none (on the CPU ms is the single-call time)");
     }
     cJSON *tj = cJSON_AddObjectToObject(j, "timing");
