@@ -52,11 +52,6 @@ def timing(h):
     """How the file's ms was taken (the header's own sentence; older files have none)."""
     t = h.get("timing")
     if isinstance(t, dict) and isinstance(t.get("ms"), str):
-        if h.get("caches") == "hot" and t["ms"].endswith("caches flushed before the timed calls"):
-            # qmm bench of ba33acb..b0eb19c wrote the cold sentence in hot CPU runs; the header's
-            # "caches" field is the truth
-            return t["ms"].replace("caches flushed before the timed calls",
-                                   "one W/X/Y copy reused, caches not flushed (--caches hot)")
         return t["ms"]
     return f"not stated in the header (qmm {h.get('qmm_version', '?')}; docs/BENCH.md \"Timing\" describes the method)"
 
