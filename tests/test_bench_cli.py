@@ -21,7 +21,7 @@ QMM_BIN = os.environ.get("QMM_BIN")
 TINY = ["--types", "q4_0,q4_K", "--shape", "64x256,32x512", "--n", "3", "--iters", "1",
         "--warmup", "0"]
 
-ROW_FIELDS = ["type", "label", "m", "k", "n", "count", "strategy", "kernel", "ms", "gflops", "gbps",
+ROW_FIELDS = ["type", "label", "m", "k", "n", "count", "requested", "strategy", "kernel", "ms", "gflops", "gbps",
               "verified", "nmse", "max_rel_err", "x_sum", "w_sum", "y_sum", "copies", "status",
               "latency_ms", "graph_calls", "resident_bytes", "resident"]
 HEADER_FIELDS = ["qmm_version", "date", "cpu", "features", "backend", "threads", "device",
@@ -133,6 +133,7 @@ class Runs(unittest.TestCase):
             self.assertIs(r["verified"], True, r)
             self.assertEqual(r["n"], 3)
             self.assertNotEqual(r["strategy"], "auto")  # the resolved strategy is reported
+            self.assertEqual(r["requested"], "auto")  # next to the one asked for
             self.assertGreater(r["ms"], 0)
             self.assertAlmostEqual(r["gflops"], 2 * r["m"] * r["k"] * r["n"] / (r["ms"] * 1e6),
                                    delta=1e-6 * r["gflops"])
@@ -157,6 +158,7 @@ class Runs(unittest.TestCase):
             with open(path) as f:
                 rows = json.load(f)["rows"]
         self.assertEqual([r["strategy"] for r in rows], ["fused", "gemv", "int8", "gemv"])
+        self.assertEqual([r["requested"] for r in rows], ["fused", "gemv", "int8", "gemv"])
         self.assertEqual(rows[1]["status"], "ok")
         self.assertEqual(rows[3]["status"], "ok")
         for r in rows:

@@ -41,8 +41,17 @@
  *   M x K in 4608x1024, 1024x4608, 512x1024, N in 2, 4, 5, 6, 8, 16, 32
  * (bench/results/cpu-spr-avx2-fused.md has the numbers): gemv was faster through n = 5
  * on 4608x1024 and 1024x4608, fused from n = 6 (on 512x1024, whose W stays in L2, from n = 4).
- * The other avx2 types and the avx512 level have no measured row yet: the default row (gemv
- * through n = 8, the decode regime) stands until they do.
+ * The other avx2 types have no measured row: the default row (gemv through n = 8, the decode
+ * regime) stands.
+ *
+ * The avx512 rows (AVX-512 without AMX: Zen 4/5, Skylake-X to Ice Lake) are the shared rows of
+ * the tuning file that `qmm tune --quick --threads 2` wrote on a 2-core AMD EPYC (Zen 5) VM,
+ * checked in as bench/results/zen5-avx512-tune-quick.json with the sweep that judged it
+ * (bench/tune_check.sh; bench/results/zen5-avx512-tune-check.md). Quick: W cache-resident, so
+ * these are the crossovers for weights that stay in cache; `qmm tune` on the machine replaces
+ * them. int8 (gemv_int8_avx512 / the avx2 int8 GEMM with VNNI) beat gemv and fused at every n
+ * of the grid (1..512) for every type that has an int8 kernel; the types without one run
+ * fused_avx2 from n = 1, the float types gemv through n = 2 (f32) or 8 (f16, bf16).
  *
  * aarch64 (levels neon, dotprod, i8mm): NOTHING IS MEASURED (no ARM machine was available;
  * docs/ARM64.md). The default row there is chosen from instruction counts, not timings: the
@@ -53,6 +62,8 @@
 #include "cpu/cpu_internal.h"
 
 #define NO_INT8 1, 0
+/* int8 for every larger n too (the grid's last n is open-ended, as in a tuning file) */
+#define INT8_OPEN INT32_MAX
 
 static const qmm_cpu_auto_row auto_rows[] = {
     /* isa, type, int8_min_n, int8_max_n, gemv_max_n */
@@ -91,6 +102,33 @@ static const qmm_cpu_auto_row auto_rows[] = {
     {QMM_CPU_ISA_AVX2, QMM_TYPE_IQ4_XS, 1, 512, 32},
     {QMM_CPU_ISA_AVX2, QMM_TYPE_MXFP4, 1, 512, 16},
     {QMM_CPU_ISA_AVX2, QMM_TYPE_NVFP4, 1, 512, 16},
+    /* avx512 without AMX (above): int8 over the whole grid; fused for the types without it */
+    {QMM_CPU_ISA_AVX512, QMM_TYPE_F32, NO_INT8, 2},
+    {QMM_CPU_ISA_AVX512, QMM_TYPE_F16, NO_INT8, 8},
+    {QMM_CPU_ISA_AVX512, QMM_TYPE_BF16, NO_INT8, 8},
+    {QMM_CPU_ISA_AVX512, QMM_TYPE_Q4_0, 1, INT8_OPEN, 0},
+    {QMM_CPU_ISA_AVX512, QMM_TYPE_Q4_1, 1, INT8_OPEN, 0},
+    {QMM_CPU_ISA_AVX512, QMM_TYPE_Q5_0, 1, INT8_OPEN, 0},
+    {QMM_CPU_ISA_AVX512, QMM_TYPE_Q5_1, 1, INT8_OPEN, 0},
+    {QMM_CPU_ISA_AVX512, QMM_TYPE_Q8_0, 1, INT8_OPEN, 0},
+    {QMM_CPU_ISA_AVX512, QMM_TYPE_Q2_K, 1, INT8_OPEN, 0},
+    {QMM_CPU_ISA_AVX512, QMM_TYPE_Q3_K, 1, INT8_OPEN, 0},
+    {QMM_CPU_ISA_AVX512, QMM_TYPE_Q4_K, 1, INT8_OPEN, 0},
+    {QMM_CPU_ISA_AVX512, QMM_TYPE_Q5_K, 1, INT8_OPEN, 0},
+    {QMM_CPU_ISA_AVX512, QMM_TYPE_Q6_K, 1, INT8_OPEN, 0},
+    {QMM_CPU_ISA_AVX512, QMM_TYPE_IQ4_NL, 1, INT8_OPEN, 0},
+    {QMM_CPU_ISA_AVX512, QMM_TYPE_IQ4_XS, 1, INT8_OPEN, 0},
+    {QMM_CPU_ISA_AVX512, QMM_TYPE_MXFP4, 1, INT8_OPEN, 0},
+    {QMM_CPU_ISA_AVX512, QMM_TYPE_NVFP4, 1, INT8_OPEN, 0},
+    {QMM_CPU_ISA_AVX512, QMM_TYPE_IQ2_XXS, NO_INT8, 0},
+    {QMM_CPU_ISA_AVX512, QMM_TYPE_IQ2_XS, NO_INT8, 0},
+    {QMM_CPU_ISA_AVX512, QMM_TYPE_IQ2_S, NO_INT8, 0},
+    {QMM_CPU_ISA_AVX512, QMM_TYPE_IQ3_XXS, NO_INT8, 0},
+    {QMM_CPU_ISA_AVX512, QMM_TYPE_IQ3_S, NO_INT8, 0},
+    {QMM_CPU_ISA_AVX512, QMM_TYPE_IQ1_S, NO_INT8, 0},
+    {QMM_CPU_ISA_AVX512, QMM_TYPE_IQ1_M, NO_INT8, 0},
+    {QMM_CPU_ISA_AVX512, QMM_TYPE_TQ1_0, NO_INT8, 0},
+    {QMM_CPU_ISA_AVX512, QMM_TYPE_TQ2_0, NO_INT8, 0},
     /* avx2, float weights (above) */
     {QMM_CPU_ISA_AVX2, QMM_TYPE_F32, NO_INT8, 5},
     {QMM_CPU_ISA_AVX2, QMM_TYPE_F16, NO_INT8, 5},
@@ -106,9 +144,8 @@ static const qmm_cpu_auto_row auto_rows[] = {
 
 /* The row for a (level, type) that has none: gemv through the decode regime, then fused.
  * At the amx level a type without a measured row has no fast gemv (only gemv_portable), so
- * fused_amx_bf16 from n = 1. At avx2 (and avx512 without AMX) the types without a row have no
- * int8 kernel: gemv (gemv_avx2 for f32, f16, bf16; gemv_portable for the rest) through n = 8,
- * then fused_portable; avx512 without AMX has no measured rows (int8 only when asked). */
+ * fused_amx_bf16 from n = 1. At avx2 the types without a row have no int8 kernel: gemv
+ * (gemv_portable) through n = 8, then fused_portable. (avx512 has a row for every type.) */
 static qmm_cpu_auto_row default_row(qmm_cpu_isa isa, qmm_type type) {
 #if defined(QMM_ARCH_X86_64)
     return (qmm_cpu_auto_row){isa, type, NO_INT8, isa >= QMM_CPU_ISA_AMX ? 0 : 8};

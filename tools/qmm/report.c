@@ -322,6 +322,7 @@ void report_row(report *r, const bench_row *row) {
     cJSON_AddNumberToObject(j, "k", (double)(row->is_total ? 0 : row->k));
     cJSON_AddNumberToObject(j, "n", (double)row->n);
     cJSON_AddNumberToObject(j, "count", (double)row->count);
+    cJSON_AddStringToObject(j, "requested", row->requested[0] ? row->requested : "-");
     cJSON_AddStringToObject(j, "strategy", row->strategy);
     if (!row->is_total) cJSON_AddStringToObject(j, "kernel", row->kernel);
     cJSON_AddStringToObject(j, "status", status_word(row->status));

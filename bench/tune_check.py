@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""Judge a bench/tune_check.sh run: does auto pick the fastest qmm path?
+
+For every (type, m, k, n) of the sweep (OUTDIR/sweep.json and blas.json, or sweep1..N.json and
+blas1..N.json of repeated runs: each strategy's time is then the median over the runs), the strategy auto resolved to is looked
+up among the forced rows of the same point; its time over the fastest forced strategy's is the
+point's ratio. A ratio above --slack is a miss. Only verified rows count; a point whose forced
+row of auto's strategy did not run is reported as such. Exit status 1 on a miss or when the
+sweep's header does not name a tuning file.
+
+Usage: python3 bench/tune_check.py [--slack 1.10] OUTDIR
+"""
+import argparse
+import glob
+import json
+import os
+import statistics
+import sys
+
+
+def load(outdir):
+    files = sorted(glob.glob(os.path.join(outdir, "sweep[0-9]*.json")))
+    if not files:
+        files = [os.path.join(outdir, "sweep.json")]
+    files += sorted(glob.glob(os.path.join(outdir, "blas*.json")))
+    runs = []
+    for f in files:
+        with open(f) as fh:
+            runs.append(json.load(fh))
+    return files, runs
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--slack", type=float, default=1.10)
+    ap.add_argument("outdir")
+    a = ap.parse_args()
+    files, runs = load(a.outdir)
+    header = runs[0]["header"]
+    times = {}  # (type, m, k, n) -> strategy -> [ms per run]
+    auto = {}  # (type, m, k, n) -> [(strategy, kernel, ms) per run]
+    failed = []
+    for run in runs:
+        for r in run["rows"]:
+            if r.get("total"):
+                continue
+            key = (r["type"], r["m"], r["k"], r["n"])
+            ok = r.get("status") == "ok" and r.get("verified")
+            if r.get("status") == "ok" and not r.get("verified"):
+                failed.append((key, r.get("strategy"), r.get("note", "")))
+            if not ok:
+                continue
+            if r.get("requested") == "auto":
+                auto.setdefault(key, []).append((r["strategy"], r["kernel"], r["ms"]))
+            else:
+                times.setdefault(key, {}).setdefault(r["strategy"], []).append(r["ms"])
+    out = []
+    table = header.get("auto_table", "")
+    out.append(f"# auto against the fastest qmm path ({len(files)} file(s): "
+               f"{', '.join(os.path.basename(f) for f in files)})")
+    out.append("")
+    out.append(f"- cpu: {header.get('cpu')}; device: {header.get('device')}; "
+               f"threads: {header.get('threads')}; caches: {header.get('caches')}")
+    out.append(f"- auto: {table}")
+    out.append(f"- command: `{header.get('command_line')}`")
+    tune_s = os.path.join(a.outdir, "tune_seconds")
+    if os.path.exists(tune_s):
+        out.append(f"- qmm tune took {open(tune_s).read().strip()} s")
+    out.append(f"- a miss: the strategy auto picked is more than {a.slack:.2f}x the fastest")
+    out.append("")
+    misses, unmatched, worst = [], [], {}
+    for key in sorted(auto):
+        strat = auto[key][0][0]
+        kern = auto[key][0][1]
+        med = {s: statistics.median(v) for s, v in times.get(key, {}).items()}
+        if not med:
+            unmatched.append((key, strat, "no forced row ran"))
+            continue
+        best_s = min(med, key=med.get)
+        if strat not in med:
+            unmatched.append((key, strat, f"forced {strat} did not run"))
+            continue
+        ratio = med[strat] / med[best_s]
+        t = key[0]
+        if t not in worst or ratio > worst[t][0]:
+            worst[t] = (ratio, key, strat, best_s)
+        if ratio > a.slack:
+            misses.append((key, strat, kern, med[strat], best_s, med[best_s], ratio))
+    out.append("| type | points | worst ratio | at (m x k, n) | auto picked | fastest |")
+    out.append("|---|---|---|---|---|---|")
+    npts = {}
+    for key in auto:
+        npts[key[0]] = npts.get(key[0], 0) + 1
+    for t in sorted(worst):
+        r, key, s, b = worst[t]
+        out.append(f"| {t} | {npts[t]} | {r:.3f} | {key[1]}x{key[2]}, {key[3]} | {s} | {b} |")
+    out.append("")
+    out.append(f"**{len(misses)} miss(es)** over {len(auto)} points.")
+    for key, s, kern, ms, b, bms, ratio in misses:
+        out.append(f"- {key[0]} {key[1]}x{key[2]} n={key[3]}: auto {s} ({kern}) {ms:.4f} ms, "
+                   f"{b} {bms:.4f} ms: {ratio:.2f}x")
+    for key, s, why in unmatched:
+        out.append(f"- {key[0]} {key[1]}x{key[2]} n={key[3]}: auto {s}: {why}")
+    for key, s, note in failed:
+        out.append(f"- FAILED verification: {key} {s} {note}")
+    ok = table.startswith("tuning file") and not misses and not failed
+    if not table.startswith("tuning file"):
+        out.append("- the sweep's auto did not use a tuning file")
+    print("\n".join(out))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# tune_check.sh — does `auto`, with the tuning file `qmm tune --quick` writes on this machine,
+# pick the fastest qmm path? (docs/TUNING.md, "Checking the rows")
+#
+#   bash bench/tune_check.sh OUTDIR
+#     [QMM=build/tools/qmm/qmm] [THREADS=nproc] [TYPES=LIST] [NS=1,4,16,64,512] [ITERS=5]
+#     [CACHES=cold|hot] [SLACK=1.10] [TUNE_ARGS="--quick"] [REPEATS=1]
+#
+# 1. `qmm tune $TUNE_ARGS` with XDG_CACHE_HOME=OUTDIR/cache: the file goes to the default
+#    location of that cache, timed (OUTDIR/tune.txt, tune.err, tune_seconds).
+# 2. `qmm bench` on the LFM2.5-350M shapes at n in NS with auto, gemv, int8 and fused, the same
+#    cache, so auto reads the file and the header names it (OUTDIR/sweep.json; REPEATS=N:
+#    sweep1..N.json), then dequant_sgemm alone in a process of its own (blas.json, blas1..N):
+#    OpenBLAS's pthread workers keep spinning after a call and, on a machine with few cores,
+#    stall the OpenMP kernels timed next to them (docs/BENCH.md). Every row verified.
+# 3. bench/tune_check.py: for each (type, shape, n), the forced time of the strategy auto picked
+#    against the fastest strategy; a point where it is more than SLACK slower is a miss
+#    (OUTDIR/check.md; exit status 1 when there is one). Measure on a quiet machine.
+set -euo pipefail
+out=${1:?usage: bash bench/tune_check.sh OUTDIR}
+mkdir -p "$out/cache"
+out=$(cd "$out" && pwd)
+QMM=${QMM:-build/tools/qmm/qmm}
+THREADS=${THREADS:-$(nproc)}
+NS=${NS:-1,4,16,64,512}
+ITERS=${ITERS:-5}
+CACHES=${CACHES:-cold}
+types=()
+[ -n "${TYPES:-}" ] && types=(--types "$TYPES")
+export XDG_CACHE_HOME=$out/cache
+unset QMM_TUNE_FILE QMM_STRATEGY
+{ echo "# $(date -u +%FT%TZ) $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+  lscpu | grep -E "Model name|^Flags"; uptime; env | grep -E '^QMM_' || true; } > "$out/machine.txt"
+echo "== qmm tune ${TUNE_ARGS---quick} --threads $THREADS"
+t0=$(date +%s.%N)
+# shellcheck disable=SC2086
+"$QMM" tune ${TUNE_ARGS---quick} --threads "$THREADS" "${types[@]}" > "$out/tune.txt" 2> "$out/tune.err"
+t1=$(date +%s.%N)
+python3 -c "print(f'{$t1 - $t0:.1f}')" > "$out/tune_seconds"
+echo "tune took $(cat "$out/tune_seconds") s; $(ls "$out/cache/qmm")"
+for r in $(seq 1 "${REPEATS:-1}"); do
+  sfx=""
+  [ "${REPEATS:-1}" -gt 1 ] && sfx=$r
+  for s in "sweep auto,gemv,int8,fused" "blas dequant_sgemm"; do
+    f=${s% *}$sfx
+    echo "== qmm bench --strategy ${s#* } ($f.json)"
+    "$QMM" bench --threads "$THREADS" "${types[@]}" --n "$NS" --iters "$ITERS" --caches "$CACHES" \
+      --strategy "${s#* }" --json "$out/$f.json" > "$out/$f.txt"
+  done
+  grep -E "^auto:" "$out/sweep$sfx.txt" || true
+done
+python3 "$(dirname "$0")/tune_check.py" --slack "${SLACK:-1.10}" "$out" | tee "$out/check.md"
