@@ -45,13 +45,13 @@
  * regime) stands.
  *
  * The avx512 rows (AVX-512 without AMX: Zen 4/5, Skylake-X to Ice Lake) are the shared rows of
- * the tuning file that `qmm tune --quick --threads 2` wrote on a 2-core AMD EPYC (Zen 5) VM,
- * checked in as bench/results/zen5-avx512-tune-quick.json with the sweep that judged it
- * (bench/tune_check.sh; bench/results/zen5-avx512-tune-check.md). Quick: W cache-resident, so
- * these are the crossovers for weights that stay in cache; `qmm tune` on the machine replaces
- * them. int8 (gemv_int8_avx512 / the avx2 int8 GEMM with VNNI) beat gemv and fused at every n
- * of the grid (1..512) for every type that has an int8 kernel; the types without one run
- * fused_avx2 from n = 1, the float types gemv through n = 2 (f32) or 8 (f16, bf16).
+ * the tuning files that `qmm tune --quick --threads 2` and `qmm tune --threads 2` (cold: W
+ * from memory) wrote on a 2-core AMD EPYC (Zen 5) VM; both gave these rows (the files and the
+ * sweeps that judged them: bench/results/zen5-tune-check/, quick-cold-0 and full-cold;
+ * README.md there). int8 (the VNNI gemv, the avx2 int8 GEMM with
+ * VNNI) beat gemv and fused at every n of the grid (1..512) for every type that has an int8
+ * kernel; the types without one run fused_avx2 from n = 1, the float types gemv through n = 2
+ * (f32) or 8 (f16, bf16). Measured on one CPU: `qmm tune` on another replaces them there.
  *
  * aarch64 (levels neon, dotprod, i8mm): NOTHING IS MEASURED (no ARM machine was available;
  * docs/ARM64.md). The default row there is chosen from instruction counts, not timings: the

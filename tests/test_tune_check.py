@@ -1,0 +1,93 @@
+"""test_tune_check.py — bench/tune_check.py judges auto's pick against the fastest forced
+strategy of each point: a pick more than --slack slower is a miss (exit 1), repeated sweeps are
+judged by their medians, unverified rows never count, and a sweep whose auto did not read a
+tuning file fails.
+
+Needs no build: it runs the script on made-up sweep files.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRIPT = os.path.join(ROOT, "bench", "tune_check.py")
+
+failures = []
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what)
+    if not cond:
+        failures.append(what)
+
+
+def row(requested, strategy, ms, n=1, m=64, k=256, verified=True, typ="q4_0"):
+    return {"type": typ, "m": m, "k": k, "n": n, "requested": requested, "strategy": strategy,
+            "kernel": strategy + "_k", "status": "ok", "verified": verified, "total": False,
+            "ms": ms}
+
+
+def write(d, name, rows, table="tuning file /x/tune.json (2 rows)"):
+    doc = {"header": {"auto_table": table, "cpu": "c", "device": "d", "threads": 2,
+                      "caches": "hot", "command_line": "qmm bench"}, "rows": rows}
+    with open(os.path.join(d, name), "w") as f:
+        json.dump(doc, f)
+
+
+def run(d, *args):
+    p = subprocess.run([sys.executable, SCRIPT, *args, d], capture_output=True, text=True)
+    return p.returncode, p.stdout + p.stderr
+
+
+with tempfile.TemporaryDirectory() as d:
+    # auto picked int8, the fastest: no miss
+    write(d, "sweep.json", [row("auto", "int8", 1.0), row("gemv", "gemv", 1.5),
+                            row("int8", "int8", 1.0), row("fused", "fused", 2.0)])
+    write(d, "blas.json", [row("dequant_sgemm", "dequant_sgemm", 3.0)])
+    rc, out = run(d)
+    check(rc == 0 and "**0 miss(es)** over 1 points" in out, "the fastest pick passes\n" + out)
+
+    # auto picked gemv, 1.5x the forced int8: a miss against auto's candidates
+    write(d, "sweep.json", [row("auto", "gemv", 1.4), row("gemv", "gemv", 1.5),
+                            row("int8", "int8", 1.0), row("fused", "fused", 2.0)])
+    rc, out = run(d)
+    check(rc == 1 and "q4_0 64x256 n=1: auto gemv" in out and "1.50x" in out and
+          "1 against auto's candidates" in out, "a slower pick is a miss\n" + out)
+    rc, out = run(d, "--slack", "1.6")
+    check(rc == 0, "within a larger slack it is not\n" + out)
+
+    # only dequant_sgemm (which auto never takes) is faster
+    write(d, "sweep.json", [row("auto", "int8", 1.0), row("int8", "int8", 1.0),
+                            row("fused", "fused", 2.0)])
+    write(d, "blas.json", [row("dequant_sgemm", "dequant_sgemm", 0.5)])
+    rc, out = run(d)
+    check(rc == 1 and "1 only against a path auto does not take" in out,
+          "a miss against dequant_sgemm alone is named as such\n" + out)
+
+    # an unverified faster row does not count
+    write(d, "blas.json", [row("dequant_sgemm", "dequant_sgemm", 0.5, verified=False)])
+    rc, out = run(d)
+    check(rc == 1 and "FAILED verification" in out and "**0 miss(es)**" in out,
+          "an unverified row never counts, and fails the check\n" + out)
+    os.remove(os.path.join(d, "blas.json"))
+
+    # no tuning file: the check fails even without a miss
+    write(d, "sweep.json", [row("auto", "int8", 1.0), row("int8", "int8", 1.0)],
+          table="compiled-in table for avx512")
+    rc, out = run(d)
+    check(rc == 1 and "did not use a tuning file" in out, "a sweep without a tuning file fails\n" + out)
+
+with tempfile.TemporaryDirectory() as d:
+    # repeated sweeps: the median over runs decides (one outlier run does not make a miss)
+    write(d, "sweep1.json", [row("auto", "int8", 1.0), row("int8", "int8", 1.0), row("gemv", "gemv", 1.2)])
+    write(d, "sweep2.json", [row("auto", "int8", 1.0), row("int8", "int8", 9.0), row("gemv", "gemv", 1.2)])
+    write(d, "sweep3.json", [row("auto", "int8", 1.0), row("int8", "int8", 1.05), row("gemv", "gemv", 1.2)])
+    rc, out = run(d)
+    check(rc == 0 and "3 file(s)" in out, "repeated sweeps are judged by the median\n" + out)
+
+if failures:
+    print(f"{len(failures)} check(s) failed")
+    sys.exit(1)
+print("all checks passed")
