@@ -2,11 +2,12 @@
 """Judge a bench/tune_check.sh run: does auto pick the fastest qmm path?
 
 For every (type, m, k, n) of the sweep (OUTDIR/sweep.json and blas.json, or sweep1..N.json and
-blas1..N.json of repeated runs: each strategy's time is then the median over the runs), the strategy auto resolved to is looked
-up among the forced rows of the same point; its time over the fastest forced strategy's is the
-point's ratio. A ratio above --slack is a miss. Only verified rows count; a point whose forced
-row of auto's strategy did not run is reported as such. Exit status 1 on a miss or when the
-sweep's header does not name a tuning file.
+blas1..N.json of repeated runs: each strategy's time is then the median over the runs), the
+strategy auto resolved to is looked up among the forced rows of the same point; its time over
+the fastest forced strategy's is the point's ratio. A ratio above --slack is a miss. Only
+verified rows count. Exit status 1 on a miss, on a row that ran but was not verified (FAIL,
+unverified), on a point whose forced row of auto's strategy did not run, when no auto row was
+checked, or when the sweep's header does not name a tuning file.
 
 Usage: python3 bench/tune_check.py [--slack 1.10] OUTDIR
 """
@@ -25,8 +26,12 @@ def load(outdir):
     def find(pattern):  # NAME.json, or NAME.json.xz as checked in under bench/results
         return sorted(glob.glob(os.path.join(outdir, pattern + ".json")) +
                       glob.glob(os.path.join(outdir, pattern + ".json.xz")))
-    files = find("sweep[0-9]*") or find("sweep")
-    files += find("blas*")
+    if find("sweep[0-9]*"):  # repeated sweeps (REPEATS=N): sweep1..N with blas1..N
+        files = find("sweep[0-9]*") + find("blas[0-9]*")
+    else:
+        files = find("sweep") + find("blas")
+    if not find("sweep[0-9]*") and not find("sweep"):
+        sys.exit(f"tune_check.py: no sweep.json or sweep1.json (or .json.xz) in {outdir}")
     runs = []
     for f in files:
         with (lzma.open(f, "rt") if f.endswith(".xz") else open(f)) as fh:
@@ -49,9 +54,9 @@ def main():
             if r.get("total"):
                 continue
             key = (r["type"], r["m"], r["k"], r["n"])
-            ok = r.get("status") == "ok" and r.get("verified")
-            if r.get("status") == "ok" and not r.get("verified"):
-                failed.append((key, r.get("strategy"), r.get("note", "")))
+            ok = r.get("status") == "ok" and r.get("verified") is True
+            if not ok and r.get("status") != "skip":  # FAIL, unverified: never counted
+                failed.append((key, r.get("strategy"), r.get("status"), r.get("note", "")))
             if not ok:
                 continue
             if r.get("requested") == "auto":
@@ -111,9 +116,11 @@ def main():
                    f"{b} {bms:.4f} ms: {ratio:.2f}x")
     for key, s, why in unmatched:
         out.append(f"- {key[0]} {key[1]}x{key[2]} n={key[3]}: auto {s}: {why}")
-    for key, s, note in failed:
-        out.append(f"- FAILED verification: {key} {s} {note}")
-    ok = table.startswith("tuning file") and not misses and not failed
+    for key, s, status, note in failed:
+        out.append(f"- not verified ({status}): {key} {s} {note}")
+    ok = table.startswith("tuning file") and auto and not misses and not failed and not unmatched
+    if not auto:
+        out.append("- no verified auto row: nothing was checked")
     if not table.startswith("tuning file"):
         out.append("- the sweep's auto did not use a tuning file")
     print("\n".join(out))

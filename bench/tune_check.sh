@@ -4,8 +4,9 @@
 #
 #   bash bench/tune_check.sh OUTDIR
 #     [QMM=build/tools/qmm/qmm] [THREADS=nproc] [TYPES=LIST] [NS=1,4,16,64,512] [ITERS=5]
-#     [CACHES=cold|hot] [SLACK=1.10] [TUNE_ARGS="--quick"] [REPEATS=1]
+#     [TUNE_ARGS="--quick"] [CACHES=hot with --quick, else cold] [SLACK=1.10] [REPEATS=1]
 #
+# TUNE_ARGS="" runs the full (cold) `qmm tune`; CACHES then defaults to cold, like with like.
 # 1. `qmm tune $TUNE_ARGS` with XDG_CACHE_HOME=OUTDIR/cache: the file goes to the default
 #    location of that cache, timed (OUTDIR/tune.txt, tune.err, tune_seconds).
 # 2. `qmm bench` on the LFM2.5-350M shapes at n in NS with auto, gemv, int8 and fused, the same
@@ -24,18 +25,26 @@ QMM=${QMM:-build/tools/qmm/qmm}
 THREADS=${THREADS:-$(nproc)}
 NS=${NS:-1,4,16,64,512}
 ITERS=${ITERS:-5}
-CACHES=${CACHES:-cold}
+TUNE_ARGS=${TUNE_ARGS---quick}
+case " $TUNE_ARGS " in *" --quick "*) CACHES=${CACHES:-hot} ;; *) CACHES=${CACHES:-cold} ;; esac
+rm -f "$out"/sweep*.json "$out"/blas*.json "$out"/sweep*.txt "$out"/blas*.txt "$out"/check.md
 types=()
 [ -n "${TYPES:-}" ] && types=(--types "$TYPES")
 export XDG_CACHE_HOME=$out/cache
 unset QMM_TUNE_FILE QMM_STRATEGY
 { echo "# $(date -u +%FT%TZ) $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
   lscpu | grep -E "Model name|^Flags"; uptime; env | grep -E '^QMM_' || true; } > "$out/machine.txt"
-echo "== qmm tune ${TUNE_ARGS---quick} --threads $THREADS"
+echo "== qmm tune $TUNE_ARGS --threads $THREADS"
 t0=$(date +%s.%N)
+rc=0
 # shellcheck disable=SC2086
-"$QMM" tune ${TUNE_ARGS---quick} --threads "$THREADS" "${types[@]}" > "$out/tune.txt" 2> "$out/tune.err"
+"$QMM" tune $TUNE_ARGS --threads "$THREADS" "${types[@]}" > "$out/tune.txt" 2> "$out/tune.err" || rc=$?
 t1=$(date +%s.%N)
+if [ "$rc" -ne 0 ]; then
+  # 1: a candidate failed verification (the file is still written without it); else fatal
+  echo "qmm tune exited with $rc:"; tail -5 "$out/tune.err"
+  [ "$rc" -eq 1 ] || exit "$rc"
+fi
 python3 -c "print(f'{$t1 - $t0:.1f}')" > "$out/tune_seconds"
 echo "tune took $(cat "$out/tune_seconds") s; $(ls "$out/cache/qmm")"
 for r in $(seq 1 "${REPEATS:-1}"); do
@@ -45,7 +54,8 @@ for r in $(seq 1 "${REPEATS:-1}"); do
     f=${s% *}$sfx
     echo "== qmm bench --strategy ${s#* } ($f.json)"
     "$QMM" bench --threads "$THREADS" "${types[@]}" --n "$NS" --iters "$ITERS" --caches "$CACHES" \
-      --strategy "${s#* }" --json "$out/$f.json" > "$out/$f.txt"
+      --strategy "${s#* }" --json "$out/$f.json" > "$out/$f.txt" ||
+      echo "qmm bench exited with $? (a row failed: tune_check.py lists it)"
   done
   grep -E "^auto:" "$out/sweep$sfx.txt" || true
 done

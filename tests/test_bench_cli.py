@@ -232,7 +232,7 @@ class Runs(unittest.TestCase):
         p = bench(*TINY, "--csv", "--fill", "bytes", "--strategy", "ref,auto")
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
         lines = p.stdout.splitlines()
-        self.assertTrue(lines[0].startswith("type,label,m,k,n,count,strategy,kernel,status,ms,gflops,"
+        self.assertTrue(lines[0].startswith("type,label,m,k,n,count,requested,strategy,kernel,status,ms,gflops,"
                                             "gbps,verified,nmse,max_rel_err"), lines[0])
         # the columns added after roof_pct: CUDA's single-call latency and calls per graph,
         # the weights' resident and GGUF bytes
@@ -242,6 +242,7 @@ class Runs(unittest.TestCase):
         self.assertEqual(len(rows), 8)  # 2 types x 2 shapes x 2 strategies
         self.assertEqual({r["verified"] for r in rows}, {"true"})
         self.assertIn("ref", {r["strategy"] for r in rows})
+        self.assertEqual({r["requested"] for r in rows}, {"ref", "auto"})
         for r in rows:
             self.assertEqual(r["latency_ms"], "", r)  # CPU: one timing
             self.assertEqual(r["graph_calls"], "", r)

@@ -66,18 +66,41 @@ with tempfile.TemporaryDirectory() as d:
     check(rc == 1 and "1 only against a path auto does not take" in out,
           "a miss against dequant_sgemm alone is named as such\n" + out)
 
-    # an unverified faster row does not count
-    write(d, "blas.json", [row("dequant_sgemm", "dequant_sgemm", 0.5, verified=False)])
+    # a failed or unverified faster row does not count, and fails the check
+    for status in ("FAIL", "unverified"):
+        bad = row("dequant_sgemm", "dequant_sgemm", 0.5, verified=False)
+        bad["status"] = status
+        write(d, "blas.json", [bad])
+        rc, out = run(d)
+        check(rc == 1 and f"not verified ({status})" in out and "**0 miss(es)**" in out,
+              f"a {status} row never counts, and fails the check\n" + out)
+    # a skipped row (a strategy the type does not have) is neither
+    skip = row("dequant_sgemm", "dequant_sgemm", 0.5, verified=False)
+    skip["status"] = "skip"
+    write(d, "blas.json", [skip])
     rc, out = run(d)
-    check(rc == 1 and "FAILED verification" in out and "**0 miss(es)**" in out,
-          "an unverified row never counts, and fails the check\n" + out)
+    check(rc == 0, "a skipped row is not a failure\n" + out)
     os.remove(os.path.join(d, "blas.json"))
+
+    # auto's strategy without a forced row of its own: not checked, so not passed
+    write(d, "sweep.json", [row("auto", "gemv", 1.0), row("int8", "int8", 1.0)])
+    rc, out = run(d)
+    check(rc == 1 and "forced gemv did not run" in out, "an unmatched auto row fails\n" + out)
+
+    # no auto row at all
+    write(d, "sweep.json", [row("int8", "int8", 1.0)])
+    rc, out = run(d)
+    check(rc == 1 and "nothing was checked" in out, "a sweep without auto rows fails\n" + out)
 
     # no tuning file: the check fails even without a miss
     write(d, "sweep.json", [row("auto", "int8", 1.0), row("int8", "int8", 1.0)],
           table="compiled-in table for avx512")
     rc, out = run(d)
     check(rc == 1 and "did not use a tuning file" in out, "a sweep without a tuning file fails\n" + out)
+
+with tempfile.TemporaryDirectory() as d:
+    rc, out = run(d)
+    check(rc != 0 and "no sweep.json" in out, "an empty directory is an error\n" + out)
 
 with tempfile.TemporaryDirectory() as d:
     # repeated sweeps: the median over runs decides (one outlier run does not make a miss)

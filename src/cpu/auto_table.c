@@ -44,14 +44,16 @@
  * The other avx2 types have no measured row: the default row (gemv through n = 8, the decode
  * regime) stands.
  *
- * The avx512 rows (AVX-512 without AMX: Zen 4/5, Skylake-X to Ice Lake) are the shared rows of
- * the tuning files that `qmm tune --quick --threads 2` and `qmm tune --threads 2` (cold: W
- * from memory) wrote on a 2-core AMD EPYC (Zen 5) VM; both gave these rows (the files and the
+ * The avx512 rows (AVX-512 with VNNI, without AMX: Zen 4/5, Cascade Lake to Ice Lake) are the
+ * shared rows of the tuning files that `qmm tune --quick --threads 2` and `qmm tune --threads 2`
+ * (cold: W from memory) wrote on a 2-core AMD EPYC (Zen 5) VM; both gave these rows (the files and the
  * sweeps that judged them: bench/results/zen5-tune-check/, quick-cold-0 and full-cold;
- * README.md there). int8 (the VNNI gemv, the avx2 int8 GEMM with
- * VNNI) beat gemv and fused at every n of the grid (1..512) for every type that has an int8
- * kernel; the types without one run fused_avx2 from n = 1, the float types gemv through n = 2
- * (f32) or 8 (f16, bf16). Measured on one CPU: `qmm tune` on another replaces them there.
+ * README.md there). The fit chose int8 (the VNNI gemv, the avx2 int8 GEMM with VNNI) over the
+ * whole grid (n = 1..512) for every type that has an int8 kernel (with single points where gemv
+ * was faster, e.g. q5_K and mxfp4 512x1024 n = 8 by 1.2-1.3x); the types without one run
+ * fused_avx2 from n = 1, the float types gemv through n = 2 (f32) or 8 (f16, bf16). Like the
+ * tuning files, a row holds its grid's last n for every larger n (INT8_OPEN): n > 512 was not
+ * measured. Measured on one CPU: `qmm tune` on another replaces them there.
  *
  * aarch64 (levels neon, dotprod, i8mm): NOTHING IS MEASURED (no ARM machine was available;
  * docs/ARM64.md). The default row there is chosen from instruction counts, not timings: the

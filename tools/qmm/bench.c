@@ -627,7 +627,7 @@ static void time_strategy(bench_run *r, const bench_matrix *bm, int64_t n, qmm_s
     const bool cuda = o->backend == QMM_BACKEND_CUDA;
     const size_t y_bytes = (size_t)n * (size_t)bm->m * sizeof(float);
     snprintf(row->strategy, sizeof row->strategy, "%s", qmm_strategy_name(want));
-    snprintf(row->requested, sizeof row->requested, "%s", qmm_strategy_name(effective_strategy(want)));
+    snprintf(row->requested, sizeof row->requested, "%s", qmm_strategy_name(want));
     qmm_status st = qmm_context_set_strategy(ctx, effective_strategy(want));
     qmm_path path;
     if (st == QMM_OK) st = qmm_matmul_path(ctx, w[0], n, &path);

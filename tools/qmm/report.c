@@ -225,7 +225,7 @@ static void csv_field(FILE *f, const char *s) {
 static void print_csv(report *r, const bench_row *row) {
     FILE *f = r->out;
     if (!r->printed_columns) {
-        fputs("type,label,m,k,n,count,strategy,kernel,status,ms,gflops,gbps,verified,nmse,max_rel_err,"
+        fputs("type,label,m,k,n,count,requested,strategy,kernel,status,ms,gflops,gbps,verified,nmse,max_rel_err,"
               "n_nonfinite,x_sum,w_sum,y_sum,copies,note,roof_pct,latency_ms,graph_calls,"
               "resident_bytes,gguf_bytes\n", f);
         r->printed_columns = true;
@@ -235,6 +235,8 @@ static void print_csv(report *r, const bench_row *row) {
     csv_field(f, row->label);
     fprintf(f, ",%lld,%lld,%lld,%lld,", (long long)row->m, (long long)row->k, (long long)row->n,
             (long long)row->count);
+    csv_field(f, row->requested[0] ? row->requested : "-");
+    fputc(',', f);
     csv_field(f, row->strategy);
     fputc(',', f);
     csv_field(f, row->kernel);

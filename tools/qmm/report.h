@@ -44,7 +44,7 @@ typedef struct bench_row {
     char label[96];
     int64_t m, k, n;
     int64_t count;        /* matrices this row stands for (1 for a plain shape) */
-    char requested[24];   /* the strategy asked for (e.g. "auto"); "-" for totals */
+    char requested[24];   /* the strategy --strategy asked for (e.g. "auto"); empty: none ran */
     char strategy[24];    /* the resolved strategy */
     char kernel[40];      /* the implementation that ran (qmm_path.kernel) */
     row_status status;

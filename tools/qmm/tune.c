@@ -503,6 +503,11 @@ static void measure_shape(tune_run *r, qmm_type type, int si, shape_result *res)
                                           NULL) > TUNE_NOISY_SPREAD;
                 if (!noisy || o->reps < 3) break;
                 r->n_retimed++;
+                if (r->stream) { /* cold: W from memory again for the second set */
+                    volatile unsigned long long sink =
+                        sysinfo_stream_read(r->stream, r->stream_bytes, r->threads);
+                    (void)sink;
+                }
             }
             for (int64_t rep = rounds; rep < rounds + o->reps && st == QMM_OK; rep++)
                 for (int a = 0; a < n_act && st == QMM_OK; a++) {
@@ -526,9 +531,12 @@ static void measure_shape(tune_run *r, qmm_type type, int si, shape_result *res)
         double best = INFINITY;
         for (int a = 0; a < n_act; a++) {
             const int c = act[a];
+            /* the median over every round; the spread of the last set (a retimed point is
+             * judged noisy only if its second set is too) */
             double med;
-            const double spread = median_spread(&ms[(size_t)c * (size_t)max_rounds], rounds, tmp,
-                                                &med);
+            const double *v = &ms[(size_t)c * (size_t)max_rounds];
+            median_spread(v, rounds, tmp, &med);
+            const double spread = median_spread(v + (rounds - o->reps), o->reps, tmp, NULL);
             res->t[i][c] = med;
             res->status[i][c] = PT_OK;
             r->n_points++;
@@ -889,8 +897,8 @@ int qmm_cmd_tune(int argc, char **argv) {
     fflush(stdout);
     if (r.n_noisy > 0) {
         snprintf(warn, sizeof warn, "%d of %d points varied by more than %.0f%% between rounds "
-                 "(a busy machine?), after %d (shape, n) points were timed again with twice the "
-                 "rounds: run again on a quiet machine", r.n_noisy, r.n_points,
+                 "(a busy machine?) in their last set of rounds; %d (type, shape, n) points were "
+                 "timed with a second set: run again on a quiet machine", r.n_noisy, r.n_points,
                  100.0 * TUNE_NOISY_SPREAD, r.n_retimed);
         cJSON_AddItemToArray(warnings, cJSON_CreateString(warn));
         fprintf(stderr, "qmm tune: warning: %s\n", warn);
