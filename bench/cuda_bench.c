@@ -23,8 +23,6 @@
  *   --int8-sweep: int8 also with each forced GEMM tile configuration and
  *   split (qmm_cuda_int8_force; rows "int8[cC sS]", each verified; n <= 8: the split only);
  *   --int8-repack: at n <= 8 int8 also on the repack's skinny kernel instead of the GGUF rows
- *   --i8g-xs: at n <= 8 int8 also on the GGUF-row kernel with X in shared memory
- *   (qmm_cuda_int8_gemv_x_shared(1) where X fits; row "int8(gguf xs)", verified)
  *   (qmm_cuda_int8_force_gemv(0); row "int8(int8_repack_mma)", verified);
  *   --fused-sweep: fused also with each forced tile configuration C of its kernel on the int8
  *   repack and split-k S = 1, 2, 4 (qmm_cuda_half_force; rows "fused[cC sS]", each verified);
@@ -76,7 +74,7 @@ static int cmp_double(const void *a, const void *b) {
 static qmm_strategy g_strategies[8] = {QMM_STRATEGY_GEMV, QMM_STRATEGY_DEQUANT_SGEMM, QMM_STRATEGY_CACHED_F16,
                                        QMM_STRATEGY_FUSED, QMM_STRATEGY_FP8, QMM_STRATEGY_INT8, QMM_STRATEGY_AUTO};
 static int g_n_strategies = 7;
-static int g_int8_sweep = 0, g_fused_sweep = 0, g_rotate_w = 1, g_int8_repack = 0, g_i8g_xs = 0;
+static int g_int8_sweep = 0, g_fused_sweep = 0, g_rotate_w = 1, g_int8_repack = 0;
 #define MAX_ROTATE 8
 
 /* The CUDA backend's int8 test and bench aid (src/cuda/cuda_internal.h): force the GEMM tile
@@ -85,16 +83,12 @@ void qmm_cuda_int8_force(int cfg, int split);
 /* n <= 8: 0 keeps int8 on the repack's skinny kernel, -1 the library's choice (the GGUF-row
  * kernel where it takes the shape). */
 void qmm_cuda_int8_force_gemv(int mode);
-/* 1: the GGUF-row kernel reads X from shared memory where it fits; 0: from global memory. */
-void qmm_cuda_int8_gemv_x_shared(int on);
 /* The same for fused on the int8 repack (tile configuration, split; -1: the library's choice). */
 void qmm_cuda_half_force(int cfg, int split);
 
 static void force(qmm_strategy strategy, int variant) {
     /* int8 variant -2: the library's choice, but n <= 8 on the repack's skinny kernel */
-    /* int8 variant -3: the GGUF-row kernel with X in shared memory */
-    qmm_cuda_int8_force_gemv(strategy == QMM_STRATEGY_INT8 && variant == -2 ? 0 : variant == -3 ? 1 : -1);
-    qmm_cuda_int8_gemv_x_shared(strategy == QMM_STRATEGY_INT8 && variant == -3);
+    qmm_cuda_int8_force_gemv(strategy == QMM_STRATEGY_INT8 && variant == -2 ? 0 : -1);
     const bool i8 = strategy == QMM_STRATEGY_INT8 && variant >= 0;
     qmm_cuda_int8_force(i8 ? variant / 2 : -1, i8 ? variant % 2 : -1);
     /* fused variants: configuration variant % 8, split variant / 8 (0: the library's) */
@@ -126,7 +120,6 @@ static void time_one(qmm_context *ctx, qmm_weights **ws, qmm_type type, int64_t 
     if (variant >= 0 && strategy == QMM_STRATEGY_FUSED) snprintf(name, sizeof name, "fused[c%d s%d]", variant % 8, variant / 8);
     if (variant < 0 && strategy == QMM_STRATEGY_FUSED) snprintf(name, sizeof name, "fused(%s)", path_kernel(ctx, w, n));
     if (variant < 0 && strategy == QMM_STRATEGY_INT8) snprintf(name, sizeof name, "int8(%s)", path_kernel(ctx, w, n));
-    if (variant == -3 && strategy == QMM_STRATEGY_INT8) snprintf(name, sizeof name, "int8(gguf xs)");
     CHECK(qmm_matmul(ctx, w, n, dx, k, dy, m));
     CHECK(qmm_buffer_download(ctx, out, dy, (size_t)(n * m) * sizeof(float)));
     qmm_diff d;
@@ -210,8 +203,6 @@ static void run_case(qmm_context *ctx, qmm_type type, int64_t m, int64_t k, int6
         time_one(ctx, ws, type, m, k, n, rb, dx, dy, out, ref, g_strategies[si], -1);
         if (g_int8_repack && g_strategies[si] == QMM_STRATEGY_INT8 && n <= 8)
             time_one(ctx, ws, type, m, k, n, rb, dx, dy, out, ref, g_strategies[si], -2);
-        if (g_i8g_xs && g_strategies[si] == QMM_STRATEGY_INT8 && n <= 8)
-            time_one(ctx, ws, type, m, k, n, rb, dx, dy, out, ref, g_strategies[si], -3);
         if (g_int8_sweep && g_strategies[si] == QMM_STRATEGY_INT8)
             for (int v = 0; v < (n <= 8 ? 2 : 6); v++) time_one(ctx, ws, type, m, k, n, rb, dx, dy, out, ref, g_strategies[si], v);
         if (g_fused_sweep && g_strategies[si] == QMM_STRATEGY_FUSED)
@@ -280,7 +271,6 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[i], "--int8-sweep") == 0) g_int8_sweep = 1;
         else if (strcmp(argv[i], "--fused-sweep") == 0) g_fused_sweep = 1;
         else if (strcmp(argv[i], "--int8-repack") == 0) g_int8_repack = 1;
-        else if (strcmp(argv[i], "--i8g-xs") == 0) g_i8g_xs = 1;
         else if (strcmp(argv[i], "--shapes") == 0 && i + 1 < argc &&
                  (n_shapes = parse_list(argv[++i], 16, parse_shape, shapes)) > 0) {
         }
@@ -294,7 +284,7 @@ int main(int argc, char **argv) {
                    (n_ns = parse_list(argv[++i], 16, parse_n, ns)) > 0) {
         } else {
             fprintf(stderr, "usage: cuda_bench [--quick] [--types T,T..] [--ns N,N..] [--strategies S,S..] "
-                            "[--shapes MxK,..] [--decode-only] [--no-decode] [--int8-sweep] [--int8-repack] [--i8g-xs] [--fused-sweep] "
+                            "[--shapes MxK,..] [--decode-only] [--no-decode] [--int8-sweep] [--int8-repack] [--fused-sweep] "
                             "[--rotate-w R]\n");
             return 2;
         }

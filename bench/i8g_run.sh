@@ -45,13 +45,13 @@ if step tests; then
 fi
 if step decode; then
   for r in ${I8G_ROT:-1 4}; do
-    timeout "$(lim 150)" "$B" --types "$TYPES" --shapes "$DEC" --ns 1 --strategies gemv,int8 --int8-repack --i8g-xs \
+    timeout "$(lim 150)" "$B" --types "$TYPES" --shapes "$DEC" --ns 1 --strategies gemv,int8 --int8-repack \
       --no-decode --rotate-w $r > "$L/bench_decode_r$r.log" 2>&1
     echo "decode (rotate-w $r) rc=$?"; cat "$L/bench_decode_r$r.log"
   done
 fi
 if step small; then
-  timeout "$(lim 150)" "$B" --types "$TYPES" --shapes "$LFM" --ns 1,2,4,8 --strategies gemv,int8,auto --int8-repack --i8g-xs \
+  timeout "$(lim 150)" "$B" --types "$TYPES" --shapes "$LFM" --ns 1,2,4,8 --strategies gemv,int8,auto --int8-repack \
     --no-decode > "$L/bench_small.log" 2>&1
   echo "small rc=$?"; cat "$L/bench_small.log"
 fi

@@ -1802,15 +1802,12 @@ static void test_int8_order_exact(void **state) {
             for (int ni = 0; ni < n_n && ns[ni] <= n_max; ni++) {
                 const int64_t n = ns[ni];
                 /* (cfg, split): the heuristic's, then every forced one (the skinny kernel
-                 * takes only the split); at n <= 8 also the GGUF-row kernel forced (v = 2, and
-                 * v = 3 with X in shared memory where it fits; v = 0, 1 keep to the repack's
-                 * skinny kernel) */
-                for (int v = -1; v < (n <= 8 ? 4 : 6); v++) {
-                    const bool gguf = n <= 8 && v >= 2;
-                    if (v < 0 || gguf) qmm_cuda_int8_force(-1, -1);
+                 * takes only the split); at n <= 8 also the GGUF-row kernel forced (v = 2;
+                 * v = 0, 1 keep to the repack's skinny kernel) */
+                for (int v = -1; v < (n <= 8 ? 3 : 6); v++) {
+                    if (v < 0 || (n <= 8 && v == 2)) qmm_cuda_int8_force(-1, -1);
                     else qmm_cuda_int8_force(n <= 8 ? 0 : v / 2, v % 2);
-                    qmm_cuda_int8_force_gemv(n > 8 || v < 0 ? -1 : gguf ? 1 : 0);
-                    qmm_cuda_int8_gemv_x_shared(n <= 8 && v == 3);
+                    qmm_cuda_int8_force_gemv(n > 8 || v < 0 ? -1 : v == 2 ? 1 : 0);
                     if (v < 0 && n <= 8) { /* the default takes the GGUF rows wherever that kernel can */
                         qmm_path path;
                         QMM_OK_(qmm_matmul_path(ctx, w, n, &path));
@@ -1829,7 +1826,6 @@ static void test_int8_order_exact(void **state) {
                     QMM_OK_(qmm_buffer_download(ctx, h, dyy, yc * sizeof(float)));
                     qmm_cuda_int8_force(-1, -1);
                     qmm_cuda_int8_force_gemv(-1);
-                    qmm_cuda_int8_gemv_x_shared(0);
                     if (!tu_padding_intact(h, n, m, ldy))
                         fail_msg("int8 order %s m=%lld k=%lld n=%lld (variant %d): Y padding written",
                                  qmm_type_name(t), (long long)m, (long long)k, (long long)n, v);

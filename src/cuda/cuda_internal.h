@@ -280,10 +280,6 @@ bool qmm_cuda_int8_quantizer_triggers(void);
  * runs qmm_cuda_int8_gemv where it takes the shape. Process-global; results do not depend on
  * it. */
 void qmm_cuda_int8_force_gemv(int mode);
-/* Test and bench aid: 1 makes qmm_cuda_int8_gemv read X from shared memory (loaded once per
- * CTA) where X fits in 20 KiB; 0 (the default) from global memory. Process-global; results do
- * not depend on it. */
-void qmm_cuda_int8_gemv_x_shared(int on);
 
 /* Test and bench aid: force the int8 GEMM's tile configuration (0: 64x64, 1: 128x64, 2: 64x128
  * W rows x X rows; -1: chosen per shape) and split-k (0 no, 1 yes where the partials fit;

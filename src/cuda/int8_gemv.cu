@@ -190,16 +190,7 @@ __device__ __forceinline__ float i8g_i2f(int v) { return __fsub_rn(__int_as_floa
 
 /* p of one chunk: its nb 32-blocks (FULL: all 16) in order, W from chunk (shared memory), X
  * from slot0 on (consecutive blocks slot_step apart). */
-template <bool XS> __device__ __forceinline__ uint4 i8g_x4(const uint4 *p) {
-    if constexpr (XS) return *p; /* shared memory */
-    else return __ldg(p);
-}
-template <bool XS> __device__ __forceinline__ float i8g_xf(const float *p) {
-    if constexpr (XS) return *p;
-    else return __ldg(p);
-}
-
-template <int T, bool FULL, bool XS>
+template <int T, bool FULL>
 __device__ __forceinline__ float i8g_chunk(const uint8_t *chunk, int nb, const int8_t *__restrict__ xq,
                                            const float *__restrict__ xd, const float *__restrict__ xs,
                                            uint32_t slot0, uint32_t slot_step) {
@@ -216,16 +207,16 @@ __device__ __forceinline__ float i8g_chunk(const uint8_t *chunk, int nb, const i
             if (!FULL && bl >= nb) break;
             const uint32_t u = slot0 + (uint32_t)bl * slot_step;
             const uint4 *xp = (const uint4 *)(xq + 32 * (size_t)u);
-            const uint4 xa = i8g_x4<XS>(xp), xb = i8g_x4<XS>(xp + 1);
+            const uint4 xa = __ldg(xp), xb = __ldg(xp + 1);
             const uint32_t xw[8] = {xa.x, xa.y, xa.z, xa.w, xb.x, xb.y, xb.z, xb.w};
-            const float dx = i8g_xf<XS>(xd + u);
+            const float dx = __ldg(xd + u);
             int is[2];
             float dwv[2], mwv[2];
             D::block(wv, o, b, xw, is, dwv, mwv);
 #pragma unroll
             for (int h = 0; h < D::SPB; h++) {
                 p = __fmaf_rn(i8g_i2f(is[h]), __fmul_rn(dx, dwv[h]), p);
-                if (D::MIN) p = __fmaf_rn(i8g_xf<XS>(xs + (size_t)u * D::SPB + h), mwv[h], p);
+                if (D::MIN) p = __fmaf_rn(__ldg(xs + (size_t)u * D::SPB + h), mwv[h], p);
             }
         }
     }
@@ -257,7 +248,7 @@ __device__ __forceinline__ void i8g_copy(const uint8_t *__restrict__ w, size_t r
  * (rounded up to 16) of W, then R * C * NT floats of chunk partials. Which CTA takes which
  * group changes no result. (Each thread loading its chunk from global memory instead, no
  * staging and 16-20 warps per SM, was no faster: bench/results/h200-int8-gguf-rows.md.) */
-template <int T, int NT, bool XS>
+template <int T, int NT>
 __global__ void __launch_bounds__(kThreads, 5) i8g_kernel(const uint8_t *__restrict__ w, size_t row_bytes, int64_t m,
                                                        int nblk, int R, int64_t groups, const int8_t *__restrict__ xq,
                                                        const float *__restrict__ xd, const float *__restrict__ xs,
@@ -274,20 +265,6 @@ __global__ void __launch_bounds__(kThreads, 5) i8g_kernel(const uint8_t *__restr
      * group's W copy is under way; X is read only after the quantizer's grid has finished */
     asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
-    if constexpr (XS) { /* X into shared memory, after the partials, once per CTA */
-        const int slots = C * kChunkBlocks * NT;
-        uint8_t *xsm = (uint8_t *)part + (((size_t)R * C * NT * sizeof(float) + 15) & ~(size_t)15);
-        for (int i = tid; i < slots * 2; i += nt) ((uint4 *)xsm)[i] = __ldg((const uint4 *)xq + i);
-        float *xdm = (float *)(xsm + (size_t)slots * 32);
-        for (int i = tid; i < slots; i += nt) xdm[i] = __ldg(xd + i);
-        if (D::MIN) {
-            float *xsm2 = xdm + slots;
-            for (int i = tid; i < slots * D::SPB; i += nt) xsm2[i] = __ldg(xs + i);
-        }
-        xq = (const int8_t *)xsm; /* visible to all threads after the loop's first barrier */
-        xd = xdm;
-        xs = xdm + slots;
-    }
     for (int it = 0; g < groups; it++, g += gridDim.x) {
         const int64_t r0 = g * R;
         const uint8_t *buf = sm + (it & 1) * wpad;
@@ -305,8 +282,8 @@ __global__ void __launch_bounds__(kThreads, 5) i8g_kernel(const uint8_t *__restr
                 /* X of block bl of this chunk and token: slot (bl * C + c) * NT + t of the
                  * interleaved layout (int8.cu, i8_x_at): consecutive tasks, consecutive slots */
                 const uint32_t slot0 = (uint32_t)(c * NT + t), slot_step = (uint32_t)(C * NT);
-                p = nb == kChunkBlocks ? i8g_chunk<T, true, XS>(chunk, nb, xq, xd, xs, slot0, slot_step)
-                                       : i8g_chunk<T, false, XS>(chunk, nb, xq, xd, xs, slot0, slot_step);
+                p = nb == kChunkBlocks ? i8g_chunk<T, true>(chunk, nb, xq, xd, xs, slot0, slot_step)
+                                       : i8g_chunk<T, false>(chunk, nb, xq, xd, xs, slot0, slot_step);
             }
             part[task] = p;
         }
@@ -327,18 +304,9 @@ template <int T> bool i8g_shape_ok(size_t row_bytes) { return row_bytes % i8g<T>
 
 /* Rows per group: about one task per thread, within kSmemTarget bytes of W per buffer (at
  * least one row), and at most m / (2 * SMs) so that small matrices still reach every SM. */
-int g_i8g_xs = 0; /* qmm_cuda_int8_gemv_x_shared (0: X from global memory) */
-#define QMM_I8G_XS_MAX (20 * 1024) /* X in shared memory up to this many bytes */
-
-/* Bytes of X (quants, dx, and s for min types) of a launch of NT tokens over C chunks. */
-template <int T> static size_t i8g_x_bytes(int C, int NT) {
-    const size_t slots = (size_t)C * kChunkBlocks * NT;
-    return slots * (32 + 4 + (i8g<T>::MIN ? 4 * i8g<T>::SPB : 0));
-}
-
-static int i8g_rows(size_t row_bytes, int64_t m, int C, int NT, int target) {
+static int i8g_rows(size_t row_bytes, int64_t m, int C, int NT) {
     int64_t R = kThreads / (C * NT);
-    const int64_t by_smem = (int64_t)(target / row_bytes), by_sms = m / (2 * (int64_t)i8_sms());
+    const int64_t by_smem = (int64_t)(kSmemTarget / row_bytes), by_sms = m / (2 * (int64_t)i8_sms());
     if (R > by_smem) R = by_smem;
     if (R > by_sms) R = by_sms;
     return R < 1 ? 1 : (int)R;
@@ -385,16 +353,15 @@ static cudaError_t i8g_occupancy(K f, int threads, size_t smem, std::atomic<unsi
     return cudaSuccess;
 }
 
-template <int T, int NT, bool XS>
+template <int T, int NT>
 cudaError_t i8g_launch1(const uint8_t *w, size_t row_bytes, int64_t m, int nblk, const int8_t *xq, const float *xd,
                         const float *xs, int nc, float *y, int64_t ldy, cudaStream_t s) {
-    const int C = (nblk + kChunkBlocks - 1) / kChunkBlocks;
-    const int R = i8g_rows(row_bytes, m, C, NT, XS ? 16384 : kSmemTarget);
-    const size_t smem = i8g_smem(row_bytes, R, C, NT) + (XS ? 16 + i8g_x_bytes<T>(C, NT) : 0); /* + alignment */
+    const int C = (nblk + kChunkBlocks - 1) / kChunkBlocks, R = i8g_rows(row_bytes, m, C, NT);
+    const size_t smem = i8g_smem(row_bytes, R, C, NT);
     if (smem > QMM_I8G_SMEM_MAX) return cudaErrorInvalidConfiguration;
     static unsigned long long done = 0;
     if (smem > 48 * 1024) {
-        const cudaError_t e = i8_smem_attr(i8g_kernel<T, NT, XS>, QMM_I8G_SMEM_MAX, &done);
+        const cudaError_t e = i8_smem_attr(i8g_kernel<T, NT>, QMM_I8G_SMEM_MAX, &done);
         if (e != cudaSuccess) return e;
     }
     const int tasks = R * C * NT, threads = tasks >= kThreads ? kThreads : (tasks + 31) / 32 * 32;
@@ -402,7 +369,7 @@ cudaError_t i8g_launch1(const uint8_t *w, size_t row_bytes, int64_t m, int nblk,
     /* persistent: as many CTAs as are resident at once (asked once per device, threads, smem) */
     static std::atomic<unsigned long long> occ_cache[kOccSlots];
     int occ = 0;
-    cudaError_t e = i8g_occupancy(i8g_kernel<T, NT, XS>, threads, smem, occ_cache, &occ);
+    cudaError_t e = i8g_occupancy(i8g_kernel<T, NT>, threads, smem, occ_cache, &occ);
     if (e != cudaSuccess) return e;
     const int64_t slots = (int64_t)(occ < 1 ? 1 : occ) * i8_sms(), grid = groups < slots ? groups : slots;
     /* sm_90+: programmatic dependent launch after the X quantizer (its W copy overlaps the
@@ -418,29 +385,18 @@ cudaError_t i8g_launch1(const uint8_t *w, size_t row_bytes, int64_t m, int nblk,
     attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr[0].val.programmaticStreamSerializationAllowed = 1;
     cfg.attrs = attr;
-    cfg.numAttrs = qmm_cuda_int8_quantizer_triggers() && i8_sm90_code(i8g_kernel<T, NT, XS>, sm90) ? 1 : 0;
-    return cudaLaunchKernelEx(&cfg, i8g_kernel<T, NT, XS>, w, row_bytes, m, nblk, R, groups, xq, xd, xs, nc, y, ldy);
-}
-
-/* X read from shared memory (loaded once per CTA) where it fits in QMM_I8G_XS_MAX and asked
- * for; otherwise from global memory. */
-template <int T, int NT>
-cudaError_t i8g_launch_x(const uint8_t *w, size_t row_bytes, int64_t m, int nblk, const int8_t *xq, const float *xd,
-                         const float *xs, int nc, float *y, int64_t ldy, cudaStream_t s) {
-    const int C = (nblk + kChunkBlocks - 1) / kChunkBlocks;
-    if (g_i8g_xs == 1 && i8g_x_bytes<T>(C, NT) <= QMM_I8G_XS_MAX)
-        return i8g_launch1<T, NT, true>(w, row_bytes, m, nblk, xq, xd, xs, nc, y, ldy, s);
-    return i8g_launch1<T, NT, false>(w, row_bytes, m, nblk, xq, xd, xs, nc, y, ldy, s);
+    cfg.numAttrs = qmm_cuda_int8_quantizer_triggers() && i8_sm90_code(i8g_kernel<T, NT>, sm90) ? 1 : 0;
+    return cudaLaunchKernelEx(&cfg, i8g_kernel<T, NT>, w, row_bytes, m, nblk, R, groups, xq, xd, xs, nc, y, ldy);
 }
 
 template <int T>
 cudaError_t i8g_launch(const uint8_t *w, size_t row_bytes, int64_t m, int nblk, const int8_t *xq, const float *xd,
                        const float *xs, int nc, float *y, int64_t ldy, cudaStream_t s) {
     switch (qmm_cuda_int8_gemv_nt(nc)) { /* the n_pad of X's layout */
-    case 1: return i8g_launch_x<T, 1>(w, row_bytes, m, nblk, xq, xd, xs, nc, y, ldy, s);
-    case 2: return i8g_launch_x<T, 2>(w, row_bytes, m, nblk, xq, xd, xs, nc, y, ldy, s);
-    case 4: return i8g_launch_x<T, 4>(w, row_bytes, m, nblk, xq, xd, xs, nc, y, ldy, s);
-    default: return i8g_launch_x<T, 8>(w, row_bytes, m, nblk, xq, xd, xs, nc, y, ldy, s);
+    case 1: return i8g_launch1<T, 1>(w, row_bytes, m, nblk, xq, xd, xs, nc, y, ldy, s);
+    case 2: return i8g_launch1<T, 2>(w, row_bytes, m, nblk, xq, xd, xs, nc, y, ldy, s);
+    case 4: return i8g_launch1<T, 4>(w, row_bytes, m, nblk, xq, xd, xs, nc, y, ldy, s);
+    default: return i8g_launch1<T, 8>(w, row_bytes, m, nblk, xq, xd, xs, nc, y, ldy, s);
     }
 }
 
@@ -449,8 +405,6 @@ int g_i8g_mode = -1; /* qmm_cuda_int8_force_gemv */
 } // namespace
 
 extern "C" void qmm_cuda_int8_force_gemv(int mode) { g_i8g_mode = mode == 0 || mode == 1 ? mode : -1; }
-
-extern "C" void qmm_cuda_int8_gemv_x_shared(int on) { g_i8g_xs = on == 1 ? 1 : 0; }
 
 extern "C" bool qmm_cuda_int8_gemv_ok(int type, const void *w, size_t row_bytes, int64_t k) {
     if (g_i8g_mode == 0 || ((uintptr_t)w & 15u) != 0 || k <= 0 || k % 32 != 0) return false;
