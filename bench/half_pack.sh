@@ -5,7 +5,7 @@
 # machine; with GGML_BUILD set (a ggml build with -DGGML_CUDA=ON, outside the repository) and
 # GGML_MMBENCH (its ggml_mmbench binary, ../shared/peer/README.md), also .carry/ggml.tar.xz.
 # .carry/deps gets the runtime .debs from .deps (docs/CUDA.md "The GPU run script"), so that
-# .carry alone is carried. .carry/ is kept out of git by .git/info/exclude.
+# .carry alone is carried. .carry/ is kept out of git by .git/info/exclude (git rev-parse --git-path info/exclude).
 set -euo pipefail
 BUILD=${BUILD:-/tmp/qmm-h200}
 [ -f "$BUILD/CMakeCache.txt" ] || cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
@@ -18,7 +18,9 @@ cp "$BUILD/tests/test_cuda" "$BUILD/tests/test_conformance" "$BUILD/cuda_bench" 
 strip -g "$S"/*
 git describe --always --dirty > "$S/COMMIT"
 mkdir -p .carry
-grep -qx '/.carry/' .git/info/exclude 2>/dev/null || echo '/.carry/' >> .git/info/exclude
+EXCL=$(git rev-parse --git-path info/exclude) # .git/info/exclude; in a worktree, the main one's
+mkdir -p "$(dirname "$EXCL")"
+grep -qx '/.carry/' "$EXCL" 2>/dev/null || echo '/.carry/' >> "$EXCL"
 tar -cJf .carry/bins.tar.xz -C "$S" .
 rm -rf "$S"
 # the runtime libraries the binaries need there (OpenBLAS, cmocka, cJSON), from .deps

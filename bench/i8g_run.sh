@@ -44,7 +44,7 @@ if step tests; then
   done
 fi
 if step decode; then
-  for r in 1 4; do
+  for r in ${I8G_ROT:-1 4}; do
     timeout "$(lim 150)" "$B" --types "$TYPES" --shapes "$DEC" --ns 1 --strategies gemv,int8 --int8-repack \
       --no-decode --rotate-w $r > "$L/bench_decode_r$r.log" 2>&1
     echo "decode (rotate-w $r) rc=$?"; cat "$L/bench_decode_r$r.log"

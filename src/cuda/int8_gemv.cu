@@ -316,6 +316,43 @@ static size_t i8g_smem(size_t row_bytes, int R, int C, int NT) {
     return 2 * (((size_t)R * row_bytes + 15) & ~(size_t)15) + (size_t)R * C * NT * sizeof(float);
 }
 
+/* cudaOccupancyMaxActiveBlocksPerMultiprocessor of kernel f at (threads, smem) on the current
+ * device, cached in `cache` (one table per kernel instantiation; the answer depends only on the
+ * kernel, the device, threads and smem, the shared-memory opt-in being raised before the first
+ * ask). Each entry is one word holding its key (device, threads, smem) and the answer, stored
+ * whole by a compare-exchange into the first empty slot, so the slots fill in order and never
+ * change; threads that race store the same entry (or one entry twice). A full table asks the
+ * runtime on every launch; results never depend on it. */
+constexpr int kOccSlots = 16;
+template <class K>
+static cudaError_t i8g_occupancy(K f, int threads, size_t smem, std::atomic<unsigned long long> (&cache)[kOccSlots],
+                                 int *occ) {
+    int dev = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e != cudaSuccess) return e;
+    /* bits 0-23 smem, 24-35 threads, 40-45 device, 48-59 the answer, 63 valid */
+    const bool keyed = dev >= 0 && dev < 64 && threads > 0 && threads < 4096 && smem < (1u << 24);
+    const unsigned long long val = 0xFFFull << 48,
+                             key = 1ull << 63 | (unsigned long long)dev << 40 | (unsigned long long)threads << 24 | smem;
+    if (keyed)
+        for (int i = 0; i < kOccSlots; i++) {
+            const unsigned long long v = cache[i].load(std::memory_order_relaxed);
+            if (v == 0) break; /* the slots past an empty one are empty */
+            if ((v & ~val) == key) {
+                *occ = (int)((v & val) >> 48);
+                return cudaSuccess;
+            }
+        }
+    e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(occ, f, threads, smem);
+    if (e != cudaSuccess || !keyed || *occ < 0 || *occ > 0xFFF) return e;
+    const unsigned long long entry = key | (unsigned long long)*occ << 48;
+    for (int i = 0; i < kOccSlots; i++) {
+        unsigned long long v = 0;
+        if (cache[i].compare_exchange_strong(v, entry, std::memory_order_relaxed) || (v & ~val) == key) break;
+    }
+    return cudaSuccess;
+}
+
 template <int T, int NT>
 cudaError_t i8g_launch1(const uint8_t *w, size_t row_bytes, int64_t m, int nblk, const int8_t *xq, const float *xd,
                         const float *xs, int nc, float *y, int64_t ldy, cudaStream_t s) {
@@ -329,9 +366,10 @@ cudaError_t i8g_launch1(const uint8_t *w, size_t row_bytes, int64_t m, int nblk,
     }
     const int tasks = R * C * NT, threads = tasks >= kThreads ? kThreads : (tasks + 31) / 32 * 32;
     const int64_t groups = (m + R - 1) / R;
-    /* persistent: as many CTAs as are resident at once (asked per launch) */
+    /* persistent: as many CTAs as are resident at once (asked once per device, threads, smem) */
+    static std::atomic<unsigned long long> occ_cache[kOccSlots];
     int occ = 0;
-    cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, i8g_kernel<T, NT>, threads, smem);
+    cudaError_t e = i8g_occupancy(i8g_kernel<T, NT>, threads, smem, occ_cache, &occ);
     if (e != cudaSuccess) return e;
     const int64_t slots = (int64_t)(occ < 1 ? 1 : occ) * i8_sms(), grid = groups < slots ? groups : slots;
     /* sm_90+: programmatic dependent launch after the X quantizer (its W copy overlaps the
