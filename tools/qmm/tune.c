@@ -291,6 +291,13 @@ static void progress(tune_run *r, qmm_type type, const bench_shape *sh, int64_t 
     r->progress_shown = true;
 }
 
+/* Cold runs: read the stream buffer (twice the last-level cache) so that W comes from memory. */
+static void flush_caches(tune_run *r) {
+    if (r->stream == NULL) return;
+    volatile unsigned long long sink = sysinfo_stream_read(r->stream, r->stream_bytes, r->threads);
+    (void)sink;
+}
+
 static void say(tune_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void say(tune_run *r, const char *fmt, ...) {
     progress_clear(r);
@@ -488,11 +495,7 @@ static void measure_shape(tune_run *r, qmm_type type, int si, shape_result *res)
             for (int j = 0; j < (i == 0 ? copies : 1) && st == QMM_OK; j++)
                 st = qmm_matmul(ctx, w[act[a]][j], n, x, k, y, m);
         }
-        if (r->stream) {
-            volatile unsigned long long sink =
-                sysinfo_stream_read(r->stream, r->stream_bytes, r->threads);
-            (void)sink;
-        }
+        flush_caches(r);
         /* o->reps rounds; where a candidate's rounds spread more than TUNE_NOISY_SPREAD (a
          * burst of other work), o->reps more, and the median is taken over all of them */
         int64_t rounds = 0;
@@ -504,11 +507,7 @@ static void measure_shape(tune_run *r, qmm_type type, int si, shape_result *res)
                                           NULL) > TUNE_NOISY_SPREAD;
                 if (!noisy || o->reps < 3) break;
                 r->n_retimed++;
-                if (r->stream) { /* cold: W from memory again for the second set */
-                    volatile unsigned long long sink =
-                        sysinfo_stream_read(r->stream, r->stream_bytes, r->threads);
-                    (void)sink;
-                }
+                flush_caches(r); /* cold: W from memory again for the second set */
             }
             for (int64_t rep = rounds; rep < rounds + o->reps && st == QMM_OK; rep++)
                 for (int a = 0; a < n_act && st == QMM_OK; a++) {
