@@ -3,7 +3,9 @@
 # with sudo): `bash scripts/test-arm64.sh [BUILD_DIR]` (default build-arm64).
 #
 #   1. packages: gcc-aarch64-linux-gnu, qemu-user, and through `dpkg --add-architecture arm64`
-#      the arm64 libraries the build links (libopenblas-dev, libcmocka-dev, libcjson-dev);
+#      the arm64 libraries the build links (libgomp1: OpenMP, libopenblas-dev, libcmocka-dev,
+#      libcjson-dev; libopenblas-dev with --no-install-recommends brings the pthread OpenBLAS,
+#      which does not pull libgomp1 in);
 #   2. the cross build: cmake/aarch64-linux-gnu.cmake (ctest then runs every test program
 #      through qemu-aarch64, CMAKE_CROSSCOMPILING_EMULATOR);
 #   3. the tests, once per emulated CPU (QEMU_CPU): "max" (every feature qemu has: the levels
@@ -32,7 +34,7 @@ SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 export DEBIAN_FRONTEND=noninteractive
 pkgs="gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user cmake ninja-build pkgconf
-      libopenblas-dev:arm64 libcmocka-dev:arm64 libcjson-dev:arm64"
+      libgomp1:arm64 libopenblas-dev:arm64 libcmocka-dev:arm64 libcjson-dev:arm64"
 missing=""
 for p in $pkgs; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
 if [ -n "$missing" ]; then
