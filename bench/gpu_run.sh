@@ -8,7 +8,7 @@
 # git; see docs/CUDA.md for how to fill it) and are unpacked under /tmp/deps, not into /.
 # Usage: bash bench/gpu_run.sh [PHASE...]   PHASE: ctest test_cuda memcheck racecheck synccheck
 #        bench bench_quick bench_types plant cuda_tests resid resid_sanitize bench_graph
-#        auto_sweep exec webgpu webgpu_bench (default: ctest memcheck racecheck synccheck bench).
+#        auto_sweep exec webgpu webgpu_bench webgpu_exec (default: ctest memcheck racecheck synccheck bench).
 #        bench_types: qmm bench --backend cuda on BENCH_TYPES at BENCH_NS.
 #        resid: the residency / cache-policy / graph tests of test_cuda one by one (each line
 #        says what it checks), then the memory report of qmm bench under each cache policy.
@@ -29,7 +29,8 @@
 #        Debian 12 .debs in .deps/vulkan, unpacked into / as docs/WEBGPU.md "On the H200" says):
 #        its tests (test_webgpu, test_webgpu_candidate, the conformance suite on webgpu alone)
 #        and qmm bench --backend webgpu (WEBGPU_BENCH_TYPES at WEBGPU_BENCH_NS, then
-#        4096x14336 q4_0 at n = 1). webgpu_bench: only the bench part.
+#        4096x14336 q4_0 at n = 1). webgpu_bench: only the bench part. webgpu_exec: eval
+#        "$WEBGPU_EXEC" with Vulkan set up (e.g. bash bench/webgpu_probe.sh).
 set -uo pipefail
 PHASES=${*:-ctest memcheck racecheck synccheck bench}
 want() { case " $PHASES " in *" $1 "*) return 0;; esac; return 1; }
@@ -205,7 +206,7 @@ if want exec; then
   echo "exec rc=$?"
 fi
 
-if want webgpu || want webgpu_bench; then
+if want webgpu || want webgpu_bench || want webgpu_exec; then
   echo "== webgpu: Vulkan through the NVIDIA driver"
   if [ -d .deps/vulkan ]; then
     for f in .deps/vulkan/*.deb; do dpkg -x "$f" /; done
@@ -215,6 +216,13 @@ if want webgpu || want webgpu_bench; then
   XDG_RUNTIME_DIR=$(mktemp -d) # 0700: libwayland wants a private one
   export XDG_RUNTIME_DIR
   ls -la "$VK_DRIVER_FILES" /usr/lib/x86_64-linux-gnu/libvulkan.so.1 2>&1 | sed 's/^/  /'
+  if want webgpu_exec; then # WEBGPU_EXEC: a command string run here with Vulkan set up
+    echo "== webgpu_exec: ${WEBGPU_EXEC:-}"
+    eval "${WEBGPU_EXEC:-true}"
+    echo "webgpu_exec rc=$?"
+  fi
+fi
+if want webgpu || want webgpu_bench; then
   if want webgpu; then
     timeout 120 "$BUILD/tests/test_webgpu" > "$OUT/test_webgpu.log" 2>&1
     echo "test_webgpu rc=$?"; grep -E "adapter:|timer:|OK|FAILED|PASSED|SKIPPED|skipped" "$OUT/test_webgpu.log" | head -20
