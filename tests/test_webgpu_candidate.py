@@ -224,6 +224,8 @@ def checks():
         check("bench header names the adapter, API and limits",
               "webgpu" in out and "Vulkan" in out and "workgroup storage" in out and "TILE_K 32" in out,
               out[:2000])
+        check("bench table: back-to-back and single-call columns", "ms(b2b)" in out and "ms(1call)" in out,
+              out[:3000])
         try:
             with open(bpath) as f:
                 doc = json.load(f)
@@ -231,6 +233,10 @@ def checks():
             ok = (w["backend_api"] == "Vulkan" and w["fused_geometry"]["tile_m"] == 4 and
                   w["limits"]["maxComputeWorkgroupStorageSize"] > 0 and len(doc["rows"]) == 8 and
                   {r["kernel"] for r in doc["rows"]} == {"gemv_wgsl", "fused_regtile_wgsl"})
+            # the main figure from regions of back-to-back calls, the single call beside it
+            ok = ok and "back-to-back" in doc["header"]["timing"]["ms"] and \
+                "single-call" in doc["header"]["timing"]["latency_ms"] and \
+                all(r["ms"] > 0 and r["latency_ms"] > 0 and 1 <= r["graph_calls"] <= 32 for r in doc["rows"])
         except (OSError, ValueError, KeyError) as e:
             ok, err = False, str(e)
         check("bench --json webgpu header and rows", ok, err[-2000:])

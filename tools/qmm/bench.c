@@ -9,7 +9,8 @@
  * CPU, its single-call latency on CUDA. On CUDA the main figure is the device time of
  * back-to-back calls: at least BENCH_GRAPH_MIN_CALLS calls over the copies recorded in a CUDA
  * graph (qmm_graph_begin/end), replayed `iters` times (qmm_graph_replay), the median replay
- * divided by its calls. The last output is compared in full with qmm_matmul_ref (parallel
+ * divided by its calls; on WebGPU it is the device time of back-to-back calls in regions
+ * between GPU timestamp queries (gpu_regions.h). The last output is compared in full with qmm_matmul_ref (parallel
  * over blocks of W rows); a row that fails prints FAIL and no speed, and the command exits 1.
  * Each row also reports what its first weights object holds (qmm_weights_memory); that object
  * is made anew for a row when an earlier row left copies in it, so that a row shows the
@@ -30,6 +31,7 @@
 #include "candidate.h"
 #include "commands.h"
 #include "fill.h"
+#include "gpu_regions.h"
 #include "model.h"
 #include "opts.h"
 #include "presets.h"
@@ -125,7 +127,8 @@ static void usage(FILE *f) {
         "\n"
         "how:\n"
         "  --iters N          timed calls per row, median reported (default %d; env ITERS)\n"
-        "  --warmup N         untimed calls first (default %d; 0 allowed)\n"
+        "  --warmup N         untimed calls first (default %d; 0 allowed; WebGPU: with N > 0\n"
+        "                     also at least 200 ms of back-to-back calls before the timed ones)\n"
         "  --threads N        CPU threads (default: all online cores)\n"
         "  --fill quantized|bytes  weights: normal(0,1) through the reference quantizer\n"
         "                     (default; types without one get random valid blocks), or\n"
@@ -618,6 +621,20 @@ static int graph_calls_for(int copies) {
     return copies * ((BENCH_GRAPH_MIN_CALLS + copies - 1) / copies);
 }
 
+/* WebGPU: one call on copy c, for gpu_regions_time. */
+typedef struct webgpu_call_arg {
+    qmm_context *ctx;
+    const bench_matrix *bm;
+    int64_t n;
+    qmm_weights **w;
+    float **x, **y;
+} webgpu_call_arg;
+
+static qmm_status webgpu_call(void *arg, int c) {
+    const webgpu_call_arg *a = arg;
+    return qmm_matmul(a->ctx, a->w[c], a->n, a->x[c], a->bm->k, a->y[c], a->bm->m);
+}
+
 /* Time and verify one strategy on prepared copies; fills row (status, speeds, diff). */
 static void time_strategy(bench_run *r, const bench_matrix *bm, int64_t n, qmm_strategy want,
                           qmm_weights **w, float **x, float **y, int copies,
@@ -716,6 +733,24 @@ static void time_strategy(bench_run *r, const bench_matrix *bm, int64_t n, qmm_s
         row->latency_ms = single;
         row->graph_calls = gcalls;
         last = (gcalls - 1) % copies;
+    } else if (o->backend == QMM_BACKEND_WEBGPU) { /* the main figure: back-to-back regions */
+        ms = malloc((size_t)o->iters * sizeof *ms);
+        if (ms == NULL) {
+            row_fail(row, "out of memory");
+            return;
+        }
+        webgpu_call_arg a = {ctx, bm, n, w, x, y};
+        int calls = 0;
+        st = gpu_regions_time(ctx, webgpu_call, &a, copies, o->warmup, o->iters, ms, &calls, &last);
+        if (st != QMM_OK) {
+            row_fail(row, "back-to-back calls: %s: %s", qmm_status_str(st), qmm_last_error());
+            free(ms);
+            return;
+        }
+        row->ms = median(ms, o->iters);
+        free(ms);
+        row->latency_ms = single;
+        row->graph_calls = calls;
     }
     st = qmm_buffer_download(ctx, y_host, y[last], y_bytes);
     if (st != QMM_OK) {
@@ -1261,11 +1296,10 @@ int qmm_cmd_bench(int argc, char **argv) {
     report_header_set(r.rep, &h);
     if (o.backend == QMM_BACKEND_WEBGPU)
         report_note(r.rep, o.hot ? "webgpu times: GPU timestamps at the start and end of each compute "
-                                   "pass of one call (qmm_timer_begin/end), median over the timed calls; "
-                                   "one W, X, Y copy reused (--caches hot)"
+                                   "pass (qmm_timer_begin/end); one W, X, Y copy reused (--caches hot)"
                                  : "webgpu times: GPU timestamps at the start and end of each compute "
-                                   "pass of one call (qmm_timer_begin/end), median over the timed calls; "
-                                   "W, X, Y rotated through copies of at least 128 MiB");
+                                   "pass (qmm_timer_begin/end); W, X, Y rotated through copies of at "
+                                   "least 128 MiB");
     if (o.whole_model || o.model_path) {
         r.totals = calloc(o.n_ns * (size_t)o.n_strategies, sizeof *r.totals);
         if (r.totals == NULL) {

@@ -15,8 +15,9 @@
  *    qmm_matmul (strategy fused, or gemv with --kernel gemv), the candidate through the same
  *    dispatch (qmm_wgpu_run: same grid, bind groups, parameters). Both WHOLE outputs are
  *    downloaded and compared (candidate_diff.c).
- * 4. Timing: warm-up, then `iters` calls of each between qmm_timer_begin/end (timestamp
- *    queries around each compute pass), median; W, X, Y rotated through copies of at least
+ * 4. Timing: for each, regions of back-to-back calls between qmm_timer_begin/end (timestamp
+ *    queries around each compute pass) after a warm-up of such regions (gpu_regions.h),
+ *    median per-call time over `iters` regions; W, X, Y rotated through copies of at least
  *    128 MiB. The last timed output of each must equal its verified one (determinism).
  */
 #include <cjson/cJSON.h>
@@ -27,6 +28,7 @@
 
 #include "candidate.h"
 #include "candidate_diff.h"
+#include "gpu_regions.h"
 #include "qmm_webgpu.h"
 
 #ifdef QMM_WITH_WEBGPU
@@ -75,6 +77,22 @@ static bool compile(const wgsl_env *env, qmm_type type, WGPUComputePipeline *out
 static qmm_status run_candidate(const wgsl_env *env, WGPUComputePipeline pl, const qmm_weights *w,
                                 int64_t n, const float *x, int64_t k, float *y, int64_t m) {
     return qmm_wgpu_run(env->ctx, w, env->kernel, pl, env->wg_m, env->wg_n, n, x, k, y, m);
+}
+
+/* One call of production (qmm_matmul) or of the candidate on copy c, for gpu_regions_time. */
+typedef struct cand_call_arg {
+    const wgsl_env *env;
+    WGPUComputePipeline pl;
+    qmm_weights **w;
+    void **x, **y;
+    int64_t n, k, m;
+    bool production;
+} cand_call_arg;
+
+static qmm_status cand_call(void *arg, int c) {
+    const cand_call_arg *a = arg;
+    if (a->production) return qmm_matmul(a->env->ctx, a->w[c], a->n, a->x[c], a->k, a->y[c], a->m);
+    return run_candidate(a->env, a->pl, a->w[c], a->n, a->x[c], a->k, a->y[c], a->m);
 }
 
 /* Returns false on a runtime error that ends the whole run. */
@@ -130,25 +148,13 @@ static bool run_case(const wgsl_env *env, qmm_type type, WGPUComputePipeline pl,
              q_ok(qmm_buffer_download(ctx, gp_host, gp, g_bytes), "reading Y") &&
              q_ok(qmm_buffer_download(ctx, gc_host, gc, g_bytes), "reading Y");
     if (ok) cand_compare(o->has_tolerance, o->tolerance, gp_host, gc_host, n, m, res);
-    /* timing: production, then the candidate, each on the rotated copies */
-    const int64_t calls = o->warmup + o->iters;
+    /* timing: production, then the candidate, each on the rotated copies, in regions of
+     * back-to-back calls (gpu_regions.h) */
     for (int which = 0; which < 2 && ok; which++) {
-        int last = 0;
-        for (int64_t call = 0; call < calls && ok; call++) {
-            const int c = (int)(call % copies);
-            last = c;
-            const bool timed = call >= o->warmup;
-            if (timed) ok = q_ok(qmm_timer_begin(ctx), "qmm_timer_begin");
-            if (ok && which == 0) ok = q_ok(qmm_matmul(ctx, wq[c], n, xd[c], k, ypd[c], m), "qmm_matmul");
-            else if (ok) ok = q_ok(run_candidate(env, pl, wq[c], n, xd[c], k, ycd[c], m), "running the candidate");
-            if (ok && timed) {
-                double t = 0;
-                ok = q_ok(qmm_timer_end(ctx, &t), "qmm_timer_end");
-                ms[call - o->warmup] = t;
-            } else if (ok) {
-                ok = q_ok(qmm_context_synchronize(ctx), "running a warm-up call");
-            }
-        }
+        int last = 0, calls = 0;
+        cand_call_arg a = {env, pl, wq, xd, which == 0 ? ypd : ycd, n, k, m, which == 0};
+        ok = q_ok(gpu_regions_time(ctx, cand_call, &a, copies, o->warmup, o->iters, ms, &calls, &last),
+                  which == 0 ? "timing production" : "timing the candidate");
         if (!ok) break;
         if (which == 0) res->prod_us = cand_median_us(ms, o->iters);
         else res->cand_us = cand_median_us(ms, o->iters);
@@ -221,8 +227,10 @@ int candidate_wgsl_run(const candidate_opts *o) {
            o->gemv ? "gemv" : "fused");
     printf("# device %s\n# verdict: %s\n", device,
            o->has_tolerance ? "max|diff|/max|y_prod| <= tolerance, all finite" : "bit-identical, all finite");
-    printf("# times: median of %lld calls after %lld warm-up calls, GPU timestamp queries around each "
-           "compute pass, W/X/Y rotated through 128 MiB\n", (long long)o->iters, (long long)o->warmup);
+    printf("# times: per-call median over %lld regions of up to %d back-to-back calls (about %.0f ms "
+           "each) after at least %lld calls and (if that is > 0) %.0f ms of such regions, GPU timestamp queries around "
+           "each compute pass, W/X/Y rotated through 128 MiB\n", (long long)o->iters,
+           GPU_REGION_MAX_CALLS, GPU_REGION_MS, (long long)o->warmup, GPU_WARM_MS);
     const long g1 = o->gemv ? QMM_WGPU_GEMV_ROWS : env.wg_m, g2 = o->gemv ? QMM_WGPU_GEMV_LANES : env.wg_n;
     cand_print_columns(o->gemv ? "rows" : "wg_m", o->gemv ? "lanes" : "wg_n");
     doc = cJSON_CreateObject();

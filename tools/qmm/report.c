@@ -6,10 +6,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpu_regions.h"
+
 struct report {
     FILE *out;
     bool csv;
-    bool gpu;             /* the header has a GPU: rows carry roof% */
+    bool gpu;             /* the header has a CUDA GPU: rows carry roof% */
+    bool two;             /* two time columns: CUDA (graph) or WebGPU (back-to-back regions) */
+    const char *col;      /* the main time column's name */
     bool printed_columns;
     cJSON *header, *rows, *notes;
 };
@@ -87,7 +91,9 @@ void report_header_set(report *r, const report_header *h) {
         }
     }
     r->gpu = h->gpu_copy_gbps > 0;
-    char ms_text[320], lat_text[200];
+    r->two = r->gpu || h->webgpu != NULL;
+    r->col = r->gpu ? "ms(graph)" : "ms(b2b)";
+    char ms_text[480], lat_text[200];
     if (r->gpu) {
         snprintf(ms_text, sizeof ms_text, "device time of one call among back-to-back calls: at least "
                  "%d calls (%s) recorded in a CUDA graph (qmm_graph_begin/end) and "
@@ -95,6 +101,16 @@ void report_header_set(report *r, const report_header *h) {
                  h->hot ? "one W/X/Y copy, --caches hot" : "W/X/Y copies rotated");
         snprintf(lat_text, sizeof lat_text, "single-call latency: one call alone between CUDA events "
                  "on the stream (host submission included), median of the iters");
+    } else if (h->webgpu != NULL) {
+        snprintf(ms_text, sizeof ms_text, "device time of one call among back-to-back calls: regions "
+                 "of up to %d back-to-back calls (about %.0f ms of GPU work; %s) between GPU "
+                 "timestamp queries (qmm_timer_begin/end: the calls' compute passes, not the host's "
+                 "gaps), after at least %.0f ms of such regions (with --warmup > 0); median over the iters regions of "
+                 "region time / calls (a row's graph_calls: its calls per region)",
+                 GPU_REGION_MAX_CALLS, GPU_REGION_MS,
+                 h->hot ? "one W/X/Y copy, --caches hot" : "W/X/Y copies rotated", GPU_WARM_MS);
+        snprintf(lat_text, sizeof lat_text, "single-call latency: one call alone between GPU timestamp "
+                 "queries (the host waits for each; the GPU idles between calls), median of the iters");
     } else {
         snprintf(ms_text, sizeof ms_text, "one call timed alone (monotonic clock), median of the "
                  "iters; %s", h->hot ? "one W/X/Y copy reused, caches not flushed (--caches hot)"
@@ -176,10 +192,10 @@ void report_header_set(report *r, const report_header *h) {
                      "read from cache where it fits"
                    : "cold: each call on its own W, X, Y copy, not touched since a flush (CPU) or "
                      "evicted by later copies (GPU)");
-    if (r->gpu)
-        fprintf(r->out, "timing:   ms(graph) = %s\n          ms(1call) = %s; GFLOP/s, GB/s, roof%% "
-                        "from ms(graph)\n", ms_text, lat_text);
-    if (r->gpu)
+    if (r->two)
+        fprintf(r->out, "timing:   %s = %s\n          ms(1call) = %s; GFLOP/s, GB/s%s from %s\n",
+                r->col, ms_text, lat_text, r->gpu ? ", roof%" : "", r->col);
+    if (r->two)
         fprintf(r->out, "resident: res_MiB = device bytes the row's weights object holds after the row "
                         "(qmm_weights_memory: GGUF rows + the copies its path made), xGGUF = res / "
                         "GGUF bytes; cache policy %s\n", h->cache ? h->cache : "default");
@@ -269,7 +285,7 @@ static void print_table(report *r, const bench_row *row) {
     if (!r->printed_columns) {
         fprintf(f, "%-6s %-26s %6s %6s %5s %5s %-22s ", "type", "label", "m", "k", "n", "count",
                 "kernel");
-        if (r->gpu) fprintf(f, "%10s %10s ", "ms(graph)", "ms(1call)");
+        if (r->two) fprintf(f, "%10s %10s ", r->col, "ms(1call)");
         else fprintf(f, "%10s ", "ms");
         fprintf(f, "%9s %8s ", "GFLOP/s", "GB/s");
         if (r->gpu) fprintf(f, "%6s ", "roof%");
@@ -286,13 +302,13 @@ static void print_table(report *r, const bench_row *row) {
     fprintf(f, "%-6s %-26s %6s %6s %5lld %5lld %-22s ", row->type, row->label, m, k,
             (long long)row->n, (long long)row->count, row->kernel[0] ? row->kernel : row->strategy);
     if (has_speed(row)) {
-        fprintf(f, r->gpu ? "%10.4f " : "%10.3f ", row->ms);
-        if (r->gpu && row->latency_ms >= 0) fprintf(f, "%10.4f ", row->latency_ms);
-        else if (r->gpu) fprintf(f, "%10s ", "-");
+        fprintf(f, r->two ? "%10.4f " : "%10.3f ", row->ms);
+        if (r->two && row->latency_ms >= 0) fprintf(f, "%10.4f ", row->latency_ms);
+        else if (r->two) fprintf(f, "%10s ", "-");
         fprintf(f, "%9.1f %8.1f ", row->gflops, row->gbps);
     } else {
         fprintf(f, "%10s ", "-");
-        if (r->gpu) fprintf(f, "%10s ", "-");
+        if (r->two) fprintf(f, "%10s ", "-");
         fprintf(f, "%9s %8s ", "-", "-");
     }
     if (r->gpu) {

@@ -14,15 +14,17 @@
  *                 "fused_geometry": {"wg_m", "wg_n", "tile_m", "tile_n", "tile_k"},
  *                 "timing"} },
  *     "rows": [ { "type", "label", "m", "k", "n", "count", "strategy", "ms", "latency_ms"
- *                 (CUDA; else null), "graph_calls" (CUDA), "gflops", "gbps", "roof_pct" (CUDA;
+ *                 (CUDA, WebGPU; else null), "graph_calls" (CUDA: calls in the replayed graph;
+ *                 WebGPU: calls per timed region), "gflops", "gbps", "roof_pct" (CUDA;
  *                 else null), "verified", "nmse", "max_rel_err", "max_abs_err", "n_nonfinite",
  *                 "x_sum", "w_sum", "y_sum", "copies", "resident_bytes", "resident": {"gguf",
  *                 "repacked", "f16", "fp8", "int8", "bf16"}, "status", "note" }, ... ],
  *     "notes": [ "...", ... ] }
  *
  * "ms" is the main figure: on the CPU one call timed alone, on CUDA the device time of one
- * call among back-to-back calls (a replayed CUDA graph); "latency_ms" (CUDA) one call timed
- * alone. Speeds are computed from "ms" and are null for rows that failed verification or were
+ * call among back-to-back calls (a replayed CUDA graph), on WebGPU the same from regions of
+ * back-to-back calls between timestamp queries (gpu_regions.h); "latency_ms" (CUDA, WebGPU)
+ * one call timed alone. Speeds are computed from "ms" and are null for rows that failed verification or were
  * skipped; "verified" is null when verification was turned off. "resident_bytes": what the
  * row's weights object held after the row (qmm_weights_memory; totals: count x, summed).
  * Total rows (whole-model, model) have m = k = 0.
@@ -50,9 +52,10 @@ typedef struct bench_row {
     row_status status;
     bool is_total;        /* a sum over the rows above (whole-model / model) */
     double ms;            /* the main figure, median ms of one call (for totals: sum of count * ms):
-                             CPU one call alone, CUDA device time in a replayed graph */
-    double latency_ms;    /* CUDA: median ms of one call timed alone (totals: sum); < 0: none */
-    int graph_calls;      /* CUDA: calls recorded in the replayed graph (0: none) */
+                             CPU one call alone, CUDA device time in a replayed graph, WebGPU
+                             device time in regions of back-to-back calls */
+    double latency_ms;    /* CUDA, WebGPU: median ms of one call timed alone (totals: sum); < 0: none */
+    int graph_calls;      /* CUDA: calls in the replayed graph; WebGPU: calls per timed region (0: none) */
     bool has_resident;    /* resident below is set */
     qmm_weights_memory_info resident; /* the weights after the row (totals: count x, summed) */
     double gflops, gbps;

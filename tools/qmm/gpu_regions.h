@@ -1,0 +1,39 @@
+/*
+ * gpu_regions.h — device time of back-to-back calls on WebGPU (qmm bench, and --candidate
+ * FILE.wgsl), read from GPU timestamp queries.
+ *
+ * A call timed alone (begin, one call, end: the host waits for it) leaves the GPU idle between
+ * calls and between rows; the NVIDIA driver then lowers the clocks, and the same kernel ran
+ * 3-4x slower a few seconds into a run (bench/results/h200-webgpu-clocks.md). So the main
+ * figure is taken under steady load, as a model's prefill runs:
+ *
+ *   1. one call timed alone gives its time t1; a region holds B = ceil(GPU_REGION_MS / t1)
+ *      calls (1 .. GPU_REGION_MAX_CALLS);
+ *   2. warm-up: regions of B back-to-back calls, timed and discarded, until at least `warmup`
+ *      calls and, when warmup > 0, GPU_WARM_MS of wall time have passed;
+ *   3. `iters` regions of B back-to-back calls, each between qmm_timer_begin/end (the sum of
+ *      the calls' compute passes, GPU timestamps; the host's gaps between passes excluded);
+ *      ms[i] = region time / B.
+ *
+ * Call j runs on copy j % copies (W, X, Y rotated as the caller prepared them).
+ */
+#ifndef QMM_TOOL_GPU_REGIONS_H
+#define QMM_TOOL_GPU_REGIONS_H
+
+#include <stdint.h>
+
+#include "qmm.h"
+
+#define GPU_REGION_MS 1.0
+#define GPU_REGION_MAX_CALLS 32
+#define GPU_WARM_MS 200.0
+
+/* One call on copy `copy` (encoded, not waited for). */
+typedef qmm_status (*gpu_region_call)(void *arg, int copy);
+
+/* Fills ms[0 .. iters-1] (per-call ms of each timed region); *calls: B; *last: the copy of
+ * the last call. Returns the first failing status (qmm_last_error() says why). */
+qmm_status gpu_regions_time(qmm_context *ctx, gpu_region_call call, void *arg, int copies,
+                            int64_t warmup, int64_t iters, double *ms, int *calls, int *last);
+
+#endif
