@@ -5,7 +5,7 @@
 #   1. repeat: one point (f16 4608x1024 n = 512) timed PROBE_REPEATS times in one process,
 #      cold (W rotated through >= 128 MiB) and hot (one copy): do later points run slower?
 #   2. bench: qmm bench --backend webgpu on PROBE_TYPES, the LFM shapes, n = 1 and PROBE_NS,
-#      then 4096x14336 q4_0 at n = 1;
+#      then 4096x14336, 14336x4096 and 65536x1024 at n = 1 (PROBE_BIG_TYPES);
 #   3. candidate: `qmm bench --candidate` with PROBE_CANDIDATE (default
 #      bench/candidates/fused_8x8.wgsl) at each geometry of PROBE_GEOMETRIES ("WG_M WG_N
 #      TILE_K", ...) on PROBE_TYPES, the LFM2.5-350M shapes, PROBE_NS: the whole output of
@@ -15,7 +15,7 @@
 # PROBE_STEPS picks among repeat, bench, candidate, gemv (default the first three).
 # nvidia-smi samples the SM clock, memory use and throttle reasons every 200 ms throughout
 # ($OUT/probe_smi.csv), so a slowdown can be matched with the clocks. Files: probe_smi.csv,
-# probe_repeat.json, probe_bench.json (the rest is on stdout: the device returns few files).
+# probe_repeat.json, probe_bench.json, probe_big.json (the rest is on stdout: the device returns few files).
 set -uo pipefail
 Q="$BUILD/tools/qmm/qmm"
 REPEATS=${PROBE_REPEATS:-8}
@@ -49,9 +49,10 @@ mark "bench start"
 timeout ${PROBE_BENCH_TIMEOUT:-200} "$Q" bench --backend webgpu --types "$TYPES" --n "1,$NS" \
   --iters 10 --warmup 2 --json "$OUT/probe_bench.json" 2>&1 | grep -vE "^#"
 mark "bench rc=${PIPESTATUS[0]}"
-timeout 60 "$Q" bench --backend webgpu --types q4_0 --shape 4096x14336 --n 1 --iters 20 --warmup 3 \
-  2>&1 | grep -E "^q4_0|rows:"
-mark "bench 4096x14336 rc=${PIPESTATUS[0]}"
+timeout 90 "$Q" bench --backend webgpu --types "${PROBE_BIG_TYPES:-q4_0,q4_K,q6_K,q8_0}" \
+  --shape 4096x14336,14336x4096,65536x1024 --n 1 --iters 20 --warmup 3 --json "$OUT/probe_big.json" \
+  2>&1 | grep -E "^q|rows:"
+mark "bench big rc=${PIPESTATUS[0]}"
 fi
 
 IFS=, read -r -a geoms <<< "$GEOMS"

@@ -228,9 +228,11 @@ int candidate_wgsl_run(const candidate_opts *o) {
     printf("# device %s\n# verdict: %s\n", device,
            o->has_tolerance ? "max|diff|/max|y_prod| <= tolerance, all finite" : "bit-identical, all finite");
     printf("# times: per-call median over %lld regions of up to %d back-to-back calls (about %.0f ms "
-           "each) after at least %lld calls and (if that is > 0) %.0f ms of such regions, GPU timestamp queries around "
+           "each) after a warm-up of such regions (at least %lld calls; if that is > 0, at least %.0f "
+           "ms, until %d in a row agree within %.0f%%, at most %.0f ms), GPU timestamp queries around "
            "each compute pass, W/X/Y rotated through 128 MiB\n", (long long)o->iters,
-           GPU_REGION_MAX_CALLS, GPU_REGION_MS, (long long)o->warmup, GPU_WARM_MS);
+           GPU_REGION_MAX_CALLS, GPU_REGION_MS, (long long)o->warmup, GPU_WARM_MS, GPU_WARM_STABLE,
+           100.0 * GPU_WARM_SPREAD, GPU_WARM_MAX_MS);
     const long g1 = o->gemv ? QMM_WGPU_GEMV_ROWS : env.wg_m, g2 = o->gemv ? QMM_WGPU_GEMV_LANES : env.wg_n;
     cand_print_columns(o->gemv ? "rows" : "wg_m", o->gemv ? "lanes" : "wg_n");
     doc = cJSON_CreateObject();

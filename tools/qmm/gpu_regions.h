@@ -10,7 +10,10 @@
  *   1. one call timed alone gives its time t1; a region holds B = ceil(GPU_REGION_MS / t1)
  *      calls (1 .. GPU_REGION_MAX_CALLS);
  *   2. warm-up: regions of B back-to-back calls, timed and discarded, until at least `warmup`
- *      calls and, when warmup > 0, GPU_WARM_MS of wall time have passed;
+ *      calls have run and, when warmup > 0, GPU_WARM_MS of wall time have passed and the last
+ *      GPU_WARM_STABLE regions agree within GPU_WARM_SPREAD (the clocks have settled: after an
+ *      idle gap they rise over a few hundred ms; bench/results/h200-webgpu-clocks.md), or
+ *      GPU_WARM_MAX_MS have passed;
  *   3. `iters` regions of B back-to-back calls, each between qmm_timer_begin/end (the sum of
  *      the calls' compute passes, GPU timestamps; the host's gaps between passes excluded);
  *      ms[i] = region time / B.
@@ -27,6 +30,9 @@
 #define GPU_REGION_MS 1.0
 #define GPU_REGION_MAX_CALLS 32
 #define GPU_WARM_MS 200.0
+#define GPU_WARM_MAX_MS 3000.0
+#define GPU_WARM_STABLE 8
+#define GPU_WARM_SPREAD 0.03
 
 /* One call on copy `copy` (encoded, not waited for). */
 typedef qmm_status (*gpu_region_call)(void *arg, int copy);

@@ -93,7 +93,7 @@ void report_header_set(report *r, const report_header *h) {
     r->gpu = h->gpu_copy_gbps > 0;
     r->two = r->gpu || h->webgpu != NULL;
     r->col = r->gpu ? "ms(graph)" : "ms(b2b)";
-    char ms_text[480], lat_text[200];
+    char ms_text[640], lat_text[200];
     if (r->gpu) {
         snprintf(ms_text, sizeof ms_text, "device time of one call among back-to-back calls: at least "
                  "%d calls (%s) recorded in a CUDA graph (qmm_graph_begin/end) and "
@@ -105,10 +105,12 @@ void report_header_set(report *r, const report_header *h) {
         snprintf(ms_text, sizeof ms_text, "device time of one call among back-to-back calls: regions "
                  "of up to %d back-to-back calls (about %.0f ms of GPU work; %s) between GPU "
                  "timestamp queries (qmm_timer_begin/end: the calls' compute passes, not the host's "
-                 "gaps), after at least %.0f ms of such regions (with --warmup > 0); median over the iters regions of "
+                 "gaps), after a warm-up of such regions (with --warmup > 0: at least %.0f ms, until %d in a "
+                 "row agree within %.0f%%, at most %.0f ms); median over the iters regions of "
                  "region time / calls (a row's graph_calls: its calls per region)",
                  GPU_REGION_MAX_CALLS, GPU_REGION_MS,
-                 h->hot ? "one W/X/Y copy, --caches hot" : "W/X/Y copies rotated", GPU_WARM_MS);
+                 h->hot ? "one W/X/Y copy, --caches hot" : "W/X/Y copies rotated", GPU_WARM_MS,
+                 GPU_WARM_STABLE, 100.0 * GPU_WARM_SPREAD, GPU_WARM_MAX_MS);
         snprintf(lat_text, sizeof lat_text, "single-call latency: one call alone between GPU timestamp "
                  "queries (the host waits for each; the GPU idles between calls), median of the iters");
     } else {
