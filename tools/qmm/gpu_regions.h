@@ -4,16 +4,17 @@
  *
  * A call timed alone (begin, one call, end: the host waits for it) leaves the GPU idle between
  * calls and between rows; the NVIDIA driver then lowers the clocks, and the same kernel ran
- * 3-4x slower a few seconds into a run (bench/results/h200-webgpu-clocks.md). So the main
+ * 3-5x slower a few seconds into a run (bench/results/h200-webgpu-clocks.md). So the main
  * figure is taken under steady load, as a model's prefill runs:
  *
  *   1. one call timed alone gives its time t1; a region holds B = ceil(GPU_REGION_MS / t1)
  *      calls (1 .. GPU_REGION_MAX_CALLS);
  *   2. warm-up: regions of B back-to-back calls, timed and discarded, until at least `warmup`
  *      calls have run and, when warmup > 0, GPU_WARM_MS of wall time have passed and the last
- *      GPU_WARM_STABLE regions agree within GPU_WARM_SPREAD (the clocks have settled: after an
- *      idle gap they rise over a few hundred ms; bench/results/h200-webgpu-clocks.md), or
- *      GPU_WARM_MAX_MS have passed;
+ *      GPU_WARM_STABLE regions agree within GPU_WARM_SPREAD, or GPU_WARM_MAX_MS have passed
+ *      (on the H200 the SM clock sat at 345-465 MHz while the host computed a reference and
+ *      was back at 1980 MHz within one 0.4 s sample of load; 200 ms plus the agreement rule
+ *      still timed two rows at the low clock, hence a second: bench/results/h200-webgpu-clocks.md);
  *   3. `iters` regions of B back-to-back calls, each between qmm_timer_begin/end (the sum of
  *      the calls' compute passes, GPU timestamps; the host's gaps between passes excluded);
  *      ms[i] = region time / B.
@@ -29,7 +30,7 @@
 
 #define GPU_REGION_MS 1.0
 #define GPU_REGION_MAX_CALLS 32
-#define GPU_WARM_MS 200.0
+#define GPU_WARM_MS 1000.0
 #define GPU_WARM_MAX_MS 3000.0
 #define GPU_WARM_STABLE 8
 #define GPU_WARM_SPREAD 0.03
