@@ -38,6 +38,7 @@ OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
 SRC=$(pwd)
 BUILD=${BUILD:-/tmp/qmm-build}
+export OUT BUILD # for the scripts the exec phases run
 exec > >(tee "$OUT/gpu_run.log") 2>&1
 
 echo "== machine"; date -u; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv

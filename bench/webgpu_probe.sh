@@ -17,7 +17,8 @@
 # ($OUT/probe_smi.csv), so a slowdown can be matched with the clocks. Files: probe_smi.csv,
 # probe_repeat.json, probe_bench.json, probe_big.json (the rest is on stdout: the device returns few files).
 set -uo pipefail
-Q="$BUILD/tools/qmm/qmm"
+Q="${BUILD:?BUILD: the build directory (gpu_run.sh exports it)}/tools/qmm/qmm"
+: "${OUT:?OUT: where the files go (gpu_run.sh exports it)}"
 REPEATS=${PROBE_REPEATS:-8}
 TYPES=${PROBE_TYPES:-q4_0,q4_K,q6_K,q8_0,f16}
 NS=${PROBE_NS:-512,2048}
@@ -31,13 +32,14 @@ nvidia-smi -q -d PERFORMANCE,CLOCK | grep -E "SM  |Idle|Power Cap|Slowdown" | he
 nvidia-smi --query-gpu=timestamp,pstate,clocks.sm,clocks.mem,memory.used,power.draw,clocks_throttle_reasons.active \
   --format=csv -lms 200 > "$OUT/probe_smi.csv" 2>&1 &
 smi=$!
+trap 'kill "$smi" 2>/dev/null' EXIT
 mark() { echo "$(date -u +%H:%M:%S.%N | cut -c1-12) $*"; }
 
 shapes=$(printf '4608x1024,%.0s' $(seq "$REPEATS")); shapes=${shapes%,}
 for caches in cold hot; do
   step repeat || break
   mark "repeat $caches start"
-  timeout ${PROBE_REPEAT_TIMEOUT:-90} "$Q" bench --backend webgpu --types f16 --shape "$shapes" --n 512 \
+  timeout ${PROBE_REPEAT_TIMEOUT:-120} "$Q" bench --backend webgpu --types f16 --shape "$shapes" --n 512 \
     --iters 10 --warmup 2 --caches $caches $([ $caches = cold ] && echo --json "$OUT/probe_repeat.json") \
     2>&1 | grep -E "^f16|rows:|timing|ms\(1call\)"
   mark "repeat $caches rc=${PIPESTATUS[0]}"
@@ -46,10 +48,10 @@ done
 # the LFM shapes of the issue's targets, then the big decode shape
 if step bench; then
 mark "bench start"
-timeout ${PROBE_BENCH_TIMEOUT:-200} "$Q" bench --backend webgpu --types "$TYPES" --n "1,$NS" \
+timeout ${PROBE_BENCH_TIMEOUT:-300} "$Q" bench --backend webgpu --types "$TYPES" --n "1,$NS" \
   --iters 10 --warmup 2 --json "$OUT/probe_bench.json" 2>&1 | grep -vE "^#"
 mark "bench rc=${PIPESTATUS[0]}"
-timeout 90 "$Q" bench --backend webgpu --types "${PROBE_BIG_TYPES:-q4_0,q4_K,q6_K,q8_0}" \
+timeout ${PROBE_BIG_TIMEOUT:-200} "$Q" bench --backend webgpu --types "${PROBE_BIG_TYPES:-q4_0,q4_K,q6_K,q8_0}" \
   --shape 4096x14336,14336x4096,65536x1024 --n 1 --iters 20 --warmup 3 --json "$OUT/probe_big.json" \
   2>&1 | grep -E "^q|rows:"
 mark "bench big rc=${PIPESTATUS[0]}"
@@ -60,7 +62,7 @@ step candidate || geoms=()
 for g in "${geoms[@]}"; do
   read -r wm wn tk <<< "$g"
   mark "candidate WG_M=$wm WG_N=$wn TILE_K=$tk start"
-  WG_M=$wm WG_N=$wn TILE_K=$tk timeout ${PROBE_CAND_TIMEOUT:-120} "$Q" bench --backend webgpu \
+  WG_M=$wm WG_N=$wn TILE_K=$tk timeout ${PROBE_CAND_TIMEOUT:-300} "$Q" bench --backend webgpu \
     --candidate "$CAND" --types "$TYPES" --n "$NS" --iters 10 --warmup 2 2>&1 | grep -vE "^# (device|verdict)"
   mark "candidate $wm $wn $tk rc=${PIPESTATUS[0]}"
 done
@@ -68,7 +70,7 @@ if step gemv; then # the gemv candidate: decode sizes, then the big decode shape
   for shapes in "" "--shape 4096x14336,14336x4096,65536x1024"; do
     mark "gemv candidate $shapes start"
     # shellcheck disable=SC2086
-    timeout ${PROBE_CAND_TIMEOUT:-120} "$Q" bench --backend webgpu --candidate "$GEMV_CAND" --kernel gemv \
+    timeout ${PROBE_CAND_TIMEOUT:-300} "$Q" bench --backend webgpu --candidate "$GEMV_CAND" --kernel gemv \
       --types "$TYPES" $shapes --n "${PROBE_GEMV_NS:-1,2,4,8}" --iters 10 --warmup 2 2>&1 | grep -vE "^# (device|verdict)"
     mark "gemv candidate rc=${PIPESTATUS[0]}"
   done

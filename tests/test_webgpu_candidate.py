@@ -240,6 +240,21 @@ def checks():
         except (OSError, ValueError, KeyError) as e:
             ok, err = False, str(e)
         check("bench --json webgpu header and rows", ok, err[-2000:])
+        # the warm-up loop itself (every other run here has --warmup 0): it ends, by agreement
+        # or at its cap with a warning note, and the row is timed and verified
+        wpath = os.path.join(tmp, "warm.json")
+        rc, out, err = run(["--backend", "webgpu", "--types", "q4_0", "--shape", "64x256", "--n", "1",
+                            "--iters", "2", "--warmup", "1", "--json", wpath])
+        try:
+            with open(wpath) as f:
+                doc = json.load(f)
+            r = doc["rows"][0]
+            capped = [x for x in doc["notes"] if "warm-up ran" in x]
+            ok = (rc == 0 and len(doc["rows"]) == 1 and r["status"] == "ok" and r["ms"] > 0 and
+                  1 <= r["graph_calls"] <= 32 and all("q4_0 64x256 n=1" in x for x in capped))
+        except (OSError, ValueError, KeyError, IndexError) as e:
+            ok, err = False, str(e)
+        check("bench --backend webgpu with a warm-up", ok, out[-2000:] + err[-2000:])
     print("%d checks failed" % len(failures) if failures else "all checks passed")
     return 1 if failures else 0
 

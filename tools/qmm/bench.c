@@ -126,7 +126,8 @@ static void usage(FILE *f) {
         "  --tile-m 4, --tile-n 4  the thread tile: only 4 (four named vec4 accumulators)\n"
         "\n"
         "how:\n"
-        "  --iters N          timed calls per row, median reported (default %d; env ITERS)\n"
+        "  --iters N          timed calls per row, median reported (default %d; env ITERS;\n"
+        "                     CUDA: graph replays, WebGPU: regions of back-to-back calls)\n"
         "  --warmup N         untimed calls first (default %d; 0 allowed; WebGPU: with N > 0\n"
         "                     also back-to-back calls until the GPU's clocks settle, at least\n"
         "                     1 s: the header's timing line says how)\n"
@@ -147,8 +148,9 @@ static void usage(FILE *f) {
         "                     W (f16, fp8, int8) CUDA weights may hold; X (a number >= 0):\n"
         "                     copies up to X times the GGUF bytes (default: default)\n"
         "\n"
-        "output (CUDA: ms = device time of back-to-back calls, a replayed CUDA graph, and\n"
-        "ms(1call) / latency_ms = one call alone; res_MiB = what the weights hold):\n"
+        "output (CUDA, WebGPU: ms = device time of back-to-back calls, a replayed CUDA graph or\n"
+        "regions between timestamp queries, and ms(1call) / latency_ms = one call alone;\n"
+        "res_MiB = what the weights hold):\n"
         "  --json FILE        also write the header and rows as JSON\n"
         "  --csv              CSV on stdout instead of the table\n"
         "  --help             this text\n"
@@ -454,7 +456,7 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
 
 typedef struct bench_total {
     double ms, flops, bytes, max_nmse, max_rel;
-    double latency_ms;      /* sum of count x latency (CUDA); n_latency rows had one */
+    double latency_ms;      /* sum of count x latency (CUDA, WebGPU); n_latency rows had one */
     int n_latency;
     qmm_weights_memory_info resident; /* sum of count x each row's resident bytes */
     int n_resident;
@@ -706,9 +708,10 @@ static void time_strategy(bench_run *r, const bench_matrix *bm, int64_t n, qmm_s
             continue;
         }
         st = qmm_timer_begin(ctx);
-        if (st == QMM_OK) st = qmm_matmul(ctx, w[c], n, x[c], bm->k, y[c], bm->m);
+        if (st != QMM_OK) break; /* its message stands (no end without a begin) */
+        st = qmm_matmul(ctx, w[c], n, x[c], bm->k, y[c], bm->m);
         double t = 0;
-        qmm_status st2 = qmm_timer_end(ctx, &t);
+        qmm_status st2 = qmm_timer_end(ctx, &t); /* ends the region even after a failed call */
         if (st == QMM_OK) st = st2;
         ms[call - o->warmup] = t;
     }
@@ -741,8 +744,8 @@ static void time_strategy(bench_run *r, const bench_matrix *bm, int64_t n, qmm_s
             return;
         }
         webgpu_call_arg a = {ctx, bm, n, w, x, y};
-        int calls = 0;
-        st = gpu_regions_time(ctx, webgpu_call, &a, copies, o->warmup, o->iters, ms, &calls, &last);
+        gpu_regions_info gi;
+        st = gpu_regions_time(ctx, webgpu_call, &a, copies, o->warmup, o->iters, ms, &gi);
         if (st != QMM_OK) {
             row_fail(row, "back-to-back calls: %s: %s", qmm_status_str(st), qmm_last_error());
             free(ms);
@@ -751,7 +754,13 @@ static void time_strategy(bench_run *r, const bench_matrix *bm, int64_t n, qmm_s
         row->ms = median(ms, o->iters);
         free(ms);
         row->latency_ms = single;
-        row->graph_calls = calls;
+        row->graph_calls = gi.calls;
+        last = gi.last;
+        if (!gi.settled)
+            report_note(r->rep, "warning: %s %lldx%lld n=%lld %s: the warm-up ran %.0f ms without %d "
+                        "regions in a row agreeing within %.0f%%: the GPU's clocks may not have settled",
+                        qmm_type_name(bm->type), (long long)bm->m, (long long)bm->k, (long long)n,
+                        row->strategy, gi.warm_ms, GPU_WARM_STABLE, 100.0 * GPU_WARM_SPREAD);
     }
     st = qmm_buffer_download(ctx, y_host, y[last], y_bytes);
     if (st != QMM_OK) {

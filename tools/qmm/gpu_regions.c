@@ -2,38 +2,49 @@
 #include "gpu_regions.h"
 
 #include <math.h>
+#include <stdbool.h>
 
 #include "sysinfo.h"
 
-/* Region of `b` calls from call index *j on; *ms: its GPU time. */
+/* Region of `b` calls from call index *j on; *ms: its GPU time. A failed begin is returned as
+ * is (its message kept); after a failed call the region is still ended, the call's status
+ * returned. */
 static qmm_status region(qmm_context *ctx, gpu_region_call call, void *arg, int copies, int b,
                          int64_t *j, int *last, double *ms) {
     qmm_status st = qmm_timer_begin(ctx);
+    if (st != QMM_OK) return st;
     for (int i = 0; i < b && st == QMM_OK; i++, (*j)++) {
         *last = (int)(*j % copies);
         st = call(arg, *last);
     }
     double t = 0.0;
-    const qmm_status st2 = qmm_timer_end(ctx, &t); /* ends the region even after a failure */
+    const qmm_status st2 = qmm_timer_end(ctx, &t);
     *ms = t;
     return st != QMM_OK ? st : st2;
 }
 
+/* Calls per region for a per-call time of `per` ms: about GPU_REGION_MS of work, 1 .. max. */
+static int calls_for(double per) {
+    if (!(per > 0) || GPU_REGION_MS / per >= (double)GPU_REGION_MAX_CALLS) return GPU_REGION_MAX_CALLS;
+    const int b = (int)ceil(GPU_REGION_MS / per);
+    return b < 1 ? 1 : b;
+}
+
 qmm_status gpu_regions_time(qmm_context *ctx, gpu_region_call call, void *arg, int copies,
-                            int64_t warmup, int64_t iters, double *ms, int *calls, int *last) {
+                            int64_t warmup, int64_t iters, double *ms, gpu_regions_info *info) {
     int64_t j = 0;
     double t1 = 0.0;
-    qmm_status st = region(ctx, call, arg, copies, 1, &j, last, &t1);
+    qmm_status st = region(ctx, call, arg, copies, 1, &j, &info->last, &t1);
     if (st != QMM_OK) return st;
-    int b = GPU_REGION_MAX_CALLS;
-    if (t1 > 0 && GPU_REGION_MS / t1 < (double)GPU_REGION_MAX_CALLS) b = (int)ceil(GPU_REGION_MS / t1);
-    if (b < 1) b = 1;
-    *calls = b;
+    int b = calls_for(t1);
     /* warm-up: until `warmup` calls, and (warmup > 0) GPU_WARM_MS have passed and the last
-     * GPU_WARM_STABLE regions agree within GPU_WARM_SPREAD, or GPU_WARM_MAX_MS have passed */
+     * GPU_WARM_STABLE regions of the same size agree within GPU_WARM_SPREAD, or
+     * GPU_WARM_MAX_MS have passed. The region size grows with the per-call time measured (the
+     * first call may have run at a low clock); a new size starts the agreement over. */
     const double t0 = sysinfo_now();
     double recent[GPU_WARM_STABLE];
     int seen = 0;
+    info->settled = warmup == 0;
     for (;;) {
         const double ms_now = (sysinfo_now() - t0) * 1e3;
         if (j >= warmup) {
@@ -44,16 +55,27 @@ qmm_status gpu_regions_time(qmm_context *ctx, gpu_region_call call, void *arg, i
                     lo = recent[i] < lo ? recent[i] : lo;
                     hi = recent[i] > hi ? recent[i] : hi;
                 }
-                if (hi <= lo * (1.0 + GPU_WARM_SPREAD)) break;
+                if (hi <= lo * (1.0 + GPU_WARM_SPREAD)) {
+                    info->settled = true;
+                    break;
+                }
             }
         }
         double t;
-        st = region(ctx, call, arg, copies, b, &j, last, &t);
+        st = region(ctx, call, arg, copies, b, &j, &info->last, &t);
         if (st != QMM_OK) return st;
-        recent[seen++ % GPU_WARM_STABLE] = t;
+        const int nb = calls_for(t / b);
+        if (nb > b) { /* grows only (the per-call time falls as the clocks rise): no flapping */
+            b = nb;
+            seen = 0;
+        } else {
+            recent[seen++ % GPU_WARM_STABLE] = t;
+        }
     }
+    info->warm_ms = (sysinfo_now() - t0) * 1e3;
+    info->calls = b;
     for (int64_t i = 0; i < iters && st == QMM_OK; i++) {
-        st = region(ctx, call, arg, copies, b, &j, last, &ms[i]);
+        st = region(ctx, call, arg, copies, b, &j, &info->last, &ms[i]);
         ms[i] /= b;
     }
     return st;

@@ -8,11 +8,13 @@
  * figure is taken under steady load, as a model's prefill runs:
  *
  *   1. one call timed alone gives its time t1; a region holds B = ceil(GPU_REGION_MS / t1)
- *      calls (1 .. GPU_REGION_MAX_CALLS);
+ *      calls (1 .. GPU_REGION_MAX_CALLS), B raised when a warm-up region's per-call time
+ *      asks for more (it only grows);
  *   2. warm-up: regions of B back-to-back calls, timed and discarded, until at least `warmup`
  *      calls have run and, when warmup > 0, GPU_WARM_MS of wall time have passed and the last
- *      GPU_WARM_STABLE regions agree within GPU_WARM_SPREAD, or GPU_WARM_MAX_MS have passed
- *      (on the H200 the SM clock sat at 345-465 MHz while the host computed a reference and
+ *      GPU_WARM_STABLE regions (of the same B) agree within GPU_WARM_SPREAD, or GPU_WARM_MAX_MS
+ *      have passed (then `settled` is false and the caller says so)
+ *      (on the H200 the SM clock sat at 345-510 MHz while the host computed a reference and
  *      was back at 1980 MHz within one 0.4 s sample of load; 200 ms plus the agreement rule
  *      still timed two rows at the low clock, hence a second: bench/results/h200-webgpu-clocks.md);
  *   3. `iters` regions of B back-to-back calls, each between qmm_timer_begin/end (the sum of
@@ -24,6 +26,7 @@
 #ifndef QMM_TOOL_GPU_REGIONS_H
 #define QMM_TOOL_GPU_REGIONS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "qmm.h"
@@ -38,9 +41,16 @@
 /* One call on copy `copy` (encoded, not waited for). */
 typedef qmm_status (*gpu_region_call)(void *arg, int copy);
 
-/* Fills ms[0 .. iters-1] (per-call ms of each timed region); *calls: B; *last: the copy of
- * the last call. Returns the first failing status (qmm_last_error() says why). */
+typedef struct gpu_regions_info {
+    int calls;       /* B: calls per timed region */
+    int last;        /* the copy of the last call */
+    bool settled;    /* the warm-up ended by agreement (false: it hit GPU_WARM_MAX_MS) */
+    double warm_ms;  /* wall time of the warm-up */
+} gpu_regions_info;
+
+/* Fills ms[0 .. iters-1] (per-call ms of each timed region) and *info. Returns the first
+ * failing status (qmm_last_error() says why). */
 qmm_status gpu_regions_time(qmm_context *ctx, gpu_region_call call, void *arg, int copies,
-                            int64_t warmup, int64_t iters, double *ms, int *calls, int *last);
+                            int64_t warmup, int64_t iters, double *ms, gpu_regions_info *info);
 
 #endif
