@@ -10,8 +10,9 @@
  * back-to-back calls: at least BENCH_GRAPH_MIN_CALLS calls over the copies recorded in a CUDA
  * graph (qmm_graph_begin/end), replayed `iters` times (qmm_graph_replay), the median replay
  * divided by its calls; on WebGPU it is the device time of back-to-back calls in regions
- * between GPU timestamp queries (gpu_regions.h). The last output is compared in full with qmm_matmul_ref (parallel
- * over blocks of W rows); a row that fails prints FAIL and no speed, and the command exits 1.
+ * between GPU timestamp queries (gpu_regions.h). The last output is compared in full with
+ * qmm_matmul_ref (parallel over blocks of W rows); a row that fails prints FAIL and no speed,
+ * and the command exits 1.
  * Each row also reports what its first weights object holds (qmm_weights_memory); that object
  * is made anew for a row when an earlier row left copies in it, so that a row shows the
  * copies of its own path.
@@ -757,8 +758,9 @@ static void time_strategy(bench_run *r, const bench_matrix *bm, int64_t n, qmm_s
         row->graph_calls = gi.calls;
         last = gi.last;
         if (!gi.settled)
-            report_note(r->rep, "warning: %s %lldx%lld n=%lld %s: the warm-up ran %.0f ms without %d "
-                        "regions in a row agreeing within %.0f%%: the GPU's clocks may not have settled",
+            report_note(r->rep, "warning: %s %lldx%lld n=%lld %s: the warm-up ran %.0f ms without "
+                        "%d regions in a row agreeing within %.0f%%: the GPU's clocks may not have "
+                        "settled",
                         qmm_type_name(bm->type), (long long)bm->m, (long long)bm->k, (long long)n,
                         row->strategy, gi.warm_ms, GPU_WARM_STABLE, 100.0 * GPU_WARM_SPREAD);
     }

@@ -25,7 +25,8 @@ static qmm_status region(qmm_context *ctx, gpu_region_call call, void *arg, int 
 
 /* Calls per region for a per-call time of `per` ms: about GPU_REGION_MS of work, 1 .. max. */
 static int calls_for(double per) {
-    if (!(per > 0) || GPU_REGION_MS / per >= (double)GPU_REGION_MAX_CALLS) return GPU_REGION_MAX_CALLS;
+    if (!(per > 0) || GPU_REGION_MS / per >= (double)GPU_REGION_MAX_CALLS)
+        return GPU_REGION_MAX_CALLS;
     const int b = (int)ceil(GPU_REGION_MS / per);
     return b < 1 ? 1 : b;
 }
