@@ -51,7 +51,12 @@
  * README.md there). The fit chose int8 (the VNNI gemv, the avx2 int8 GEMM with VNNI) over the
  * whole grid (n = 1..512) for every type that has an int8 kernel (with single points where gemv
  * was faster, e.g. q5_K and mxfp4 512x1024 n = 8 by 1.2-1.3x); the types without one run
- * fused_avx2 from n = 1, the float types gemv through n = 2 (f32) or 8 (f16, bf16). Like the
+ * fused_avx2 from n = 1, the float types gemv through n = 2 (f32) or 8 (f16, bf16). The grid
+ * i-quants and tq1_0, tq2_0 run gemv at n = 1 since their gemv decodes by to_float into L1
+ * (gemv_tofloat_impl.h): `qmm tune --threads 2 --types iq1_s,iq1_m,iq2_xxs,iq2_xs,iq2_s,
+ * iq3_xxs,iq3_s,tq1_0,tq2_0` (cold) on the same VM chose gemv <= 1 for all nine (its worst
+ * point 1.00-1.10x the best; fused from n = 1, the row before, 1.95-2.09x at 512x1024 n = 1:
+ * bench/results/zen5-tune-check/gemv-tofloat/). Like the
  * tuning files, a row holds its grid's last n for every larger n (INT8_OPEN): n > 512 was not
  * measured. Measured on one CPU: `qmm tune` on another replaces them there.
  *
@@ -122,15 +127,15 @@ static const qmm_cpu_auto_row auto_rows[] = {
     {QMM_CPU_ISA_AVX512, QMM_TYPE_IQ4_XS, 1, INT8_OPEN, 0},
     {QMM_CPU_ISA_AVX512, QMM_TYPE_MXFP4, 1, INT8_OPEN, 0},
     {QMM_CPU_ISA_AVX512, QMM_TYPE_NVFP4, 1, INT8_OPEN, 0},
-    {QMM_CPU_ISA_AVX512, QMM_TYPE_IQ2_XXS, NO_INT8, 0},
-    {QMM_CPU_ISA_AVX512, QMM_TYPE_IQ2_XS, NO_INT8, 0},
-    {QMM_CPU_ISA_AVX512, QMM_TYPE_IQ2_S, NO_INT8, 0},
-    {QMM_CPU_ISA_AVX512, QMM_TYPE_IQ3_XXS, NO_INT8, 0},
-    {QMM_CPU_ISA_AVX512, QMM_TYPE_IQ3_S, NO_INT8, 0},
-    {QMM_CPU_ISA_AVX512, QMM_TYPE_IQ1_S, NO_INT8, 0},
-    {QMM_CPU_ISA_AVX512, QMM_TYPE_IQ1_M, NO_INT8, 0},
-    {QMM_CPU_ISA_AVX512, QMM_TYPE_TQ1_0, NO_INT8, 0},
-    {QMM_CPU_ISA_AVX512, QMM_TYPE_TQ2_0, NO_INT8, 0},
+    {QMM_CPU_ISA_AVX512, QMM_TYPE_IQ2_XXS, NO_INT8, 1},
+    {QMM_CPU_ISA_AVX512, QMM_TYPE_IQ2_XS, NO_INT8, 1},
+    {QMM_CPU_ISA_AVX512, QMM_TYPE_IQ2_S, NO_INT8, 1},
+    {QMM_CPU_ISA_AVX512, QMM_TYPE_IQ3_XXS, NO_INT8, 1},
+    {QMM_CPU_ISA_AVX512, QMM_TYPE_IQ3_S, NO_INT8, 1},
+    {QMM_CPU_ISA_AVX512, QMM_TYPE_IQ1_S, NO_INT8, 1},
+    {QMM_CPU_ISA_AVX512, QMM_TYPE_IQ1_M, NO_INT8, 1},
+    {QMM_CPU_ISA_AVX512, QMM_TYPE_TQ1_0, NO_INT8, 1},
+    {QMM_CPU_ISA_AVX512, QMM_TYPE_TQ2_0, NO_INT8, 1},
     /* avx2, float weights (above) */
     {QMM_CPU_ISA_AVX2, QMM_TYPE_F32, NO_INT8, 5},
     {QMM_CPU_ISA_AVX2, QMM_TYPE_F16, NO_INT8, 5},
@@ -147,7 +152,8 @@ static const qmm_cpu_auto_row auto_rows[] = {
 /* The row for a (level, type) that has none: gemv through the decode regime, then fused.
  * At the amx level a type without a measured row has no fast gemv (only gemv_portable), so
  * fused_amx_bf16 from n = 1. At avx2 the types without a row have no int8 kernel: gemv
- * (gemv_portable) through n = 8, then fused_portable. (avx512 has a row for every type.) */
+ * (gemv_avx2; for the grid i-quants and tq types its to_float rows) through n = 8, then fused.
+ * (avx512 has a row for every type.) */
 static qmm_cpu_auto_row default_row(qmm_cpu_isa isa, qmm_type type) {
 #if defined(QMM_ARCH_X86_64)
     return (qmm_cpu_auto_row){isa, type, NO_INT8, isa >= QMM_CPU_ISA_AMX ? 0 : 8};

@@ -15,7 +15,8 @@ static qmm_gemv_row_fn row_fn_for(qmm_type type) {
     qmm_gemv_row_fn f = qmm_gemv_avx2_legacy_row_fn((int)type);
     if (f == NULL) f = qmm_gemv_avx2_kquant_row_fn((int)type);
     if (f == NULL) f = qmm_gemv_avx2_codebook_row_fn((int)type);
-    return f != NULL ? f : qmm_gemv_avx2_float_row_fn((int)type);
+    if (f == NULL) f = qmm_gemv_avx2_float_row_fn((int)type);
+    return f != NULL ? f : qmm_gemv_avx2_tofloat_row_fn((int)type);
 }
 
 bool qmm_x86_gemv_avx2_has_type(qmm_type type) { return row_fn_for(type) != NULL; }

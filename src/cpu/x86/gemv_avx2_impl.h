@@ -28,6 +28,7 @@ qmm_gemv_row_fn qmm_gemv_avx2_legacy_row_fn(int type);
 qmm_gemv_row_fn qmm_gemv_avx2_kquant_row_fn(int type); /* gemv_kquants_avx2.c: q2_K..q6_K */
 qmm_gemv_row_fn qmm_gemv_avx2_codebook_row_fn(int type); /* iq4_nl, iq4_xs, mxfp4, nvfp4 */
 qmm_gemv_row_fn qmm_gemv_avx2_float_row_fn(int type);
+qmm_gemv_row_fn qmm_gemv_avx2_tofloat_row_fn(int type); /* gemv_tofloat_avx2.c: grid i-quants, tq */
 
 /* 16 f32 lanes: lo = lanes 0..7, hi = lanes 8..15. */
 typedef struct qmm_v16 {

@@ -17,7 +17,8 @@ static qmm_gemv_row_fn row_fn_for(qmm_type type) {
     qmm_gemv_row_fn f = qmm_gemv_legacy_row_fn((int)type);
     if (f == NULL) f = qmm_gemv_kquant_row_fn((int)type);
     if (f == NULL) f = qmm_gemv_codebook_row_fn((int)type);
-    return f != NULL ? f : qmm_gemv_float_row_fn((int)type);
+    if (f == NULL) f = qmm_gemv_float_row_fn((int)type);
+    return f != NULL ? f : qmm_gemv_tofloat_row_fn((int)type);
 }
 
 bool qmm_x86_gemv_avx512_has_type(qmm_type type) { return row_fn_for(type) != NULL; }

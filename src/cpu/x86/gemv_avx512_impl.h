@@ -24,6 +24,9 @@ qmm_gemv_row_fn qmm_gemv_legacy_row_fn(int type);
 qmm_gemv_row_fn qmm_gemv_kquant_row_fn(int type);
 qmm_gemv_row_fn qmm_gemv_codebook_row_fn(int type);
 qmm_gemv_row_fn qmm_gemv_float_row_fn(int type);
+/* gemv_tofloat_avx512.c: the types no register decoder covers (grid i-quants, tq1_0, tq2_0),
+ * decoded by the type table's to_float into L1 (gemv_tofloat_impl.h). */
+qmm_gemv_row_fn qmm_gemv_tofloat_row_fn(int type);
 
 /* f16 bits at any address to float (F16C). */
 QMM_GEMV_INLINE float qmm_gemv_half(const void *p) {
