@@ -2,7 +2,8 @@
  * gemv_avx2.c — strategy `gemv` (meant for n = 1..8) with AVX2 + FMA + F16C on the native
  * GGUF blocks of q4_0, q4_1, q5_0, q5_1, q8_0 (gemv_legacy_avx2.c), q2_K, q3_K, q4_K, q5_K,
  * q6_K (gemv_kquants_avx2.c), iq4_nl, iq4_xs, mxfp4, nvfp4 (gemv_codebook_avx2.c) and on
- * f32, f16 and bf16 rows (gemv_float_avx2.c): every type gemv_avx512 has. The threading is
+ * f32, f16 and bf16 rows (gemv_float_avx2.c), and the grid i-quants and tq types decoded by
+ * to_float into L1 (gemv_tofloat_avx2.c): every type gemv_avx512 has. The threading is
  * gemv_driver.c's, shared with gemv_avx512.c; the summation order is gemv_common.h's, so
  * every output is bit-identical to qmm_x86_gemv_avx512's.
  */

@@ -3,7 +3,9 @@
  * of q4_0, q4_1, q5_0, q5_1, q8_0, q2_K, q3_K, q4_K, q5_K, q6_K, the 4-bit codebook types
  * (gemv_codebook_avx512.c) and on f32, f16 and bf16 rows (any k): the driver. The row kernels
  * (gemv_legacy_avx512.c, gemv_kquants_avx512.c, gemv_codebook_avx512.c, gemv_float_avx512.c)
- * decode W in registers and never store a dequantized row; their summation order is in gemv_avx512_impl.h.
+ * decode W in registers and never store a dequantized row; the grid i-quants and tq types
+ * (gemv_tofloat_avx512.c) decode a panel at a time by to_float into L1. Their summation order
+ * is in gemv_avx512_impl.h.
  *
  * The threading (gemv_driver.c, shared with gemv_avx2.c): chunks of 64 consecutive W rows in
  * dynamic order. An output's value depends only on its W row, its X row and k.
