@@ -32,7 +32,8 @@
  * vs fused above that) is the largest n of those grids where gemv_avx2 beat fused_portable on
  * both shapes. Types without an int8 kernel at avx2 take the default row; measured the same way
  * for f32, f16, bf16 (gemv_avx2 ahead of fused_portable through n = 4-8) and iq2_xxs, iq3_s,
- * tq2_0 (gemv_portable and fused_portable within noise of each other for n <= 32), it stays.
+ * tq2_0 (gemv_portable and fused_portable within noise of each other for n <= 32), it stayed
+ * (the float types and the grid i-quants / tq types have measured rows since: below).
  *
  * The avx2 rows of f32, f16, bf16 (gemv_avx2 vs fused_avx2, the same summation order) were
  * measured on the same VM at QMM_CPU_ISA=avx2 while other work loaded it (load average 9-15),
@@ -52,11 +53,16 @@
  * whole grid (n = 1..512) for every type that has an int8 kernel (with single points where gemv
  * was faster, e.g. q5_K and mxfp4 512x1024 n = 8 by 1.2-1.3x); the types without one run
  * fused_avx2 from n = 1, the float types gemv through n = 2 (f32) or 8 (f16, bf16). The grid
- * i-quants and tq1_0, tq2_0 run gemv at n = 1 since their gemv decodes by to_float into L1
- * (gemv_tofloat_impl.h): `qmm tune --threads 2 --types iq1_s,iq1_m,iq2_xxs,iq2_xs,iq2_s,
- * iq3_xxs,iq3_s,tq1_0,tq2_0` (cold) on the same VM chose gemv <= 1 for all nine (its worst
- * point 1.00-1.10x the best; fused from n = 1, the row before, 1.95-2.09x at 512x1024 n = 1:
- * bench/results/zen5-tune-check/gemv-tofloat/). Like the
+ * i-quants and tq1_0, tq2_0 (whose gemv decodes by to_float into L1, gemv_tofloat_impl.h, as
+ * fused_avx2 does: the two run within about 10-25% of each other) take gemv at n = 1: `qmm
+ * tune --threads 2 --types iq1_s,iq1_m,iq2_xxs,iq2_xs,iq2_s,iq3_xxs,iq3_s,tq1_0,tq2_0` (cold)
+ * on the same VM chose gemv <= 1 for all nine (its worst point 1.00-1.10x the best; fused
+ * from n = 1, the row before, up to 1.95-2.09x, at 512x1024 n = 1, where fused_avx2 runs one
+ * thread below its work threshold and gemv two: bench/results/zen5-tune-check/gemv-tofloat/).
+ * The avx2 rows of the same nine are gemv <= 1 too: the same tune at QMM_CPU_ISA=avx2 gave
+ * fused from n = 1 with an own row gemv <= 1 for 512x1024 (compiled-in rows have no shape
+ * classes); over its measurements gemv <= 1 is at worst 1.07-1.16x the best, fused from n = 1
+ * 1.47-2.15x, the default row (gemv <= 8) 1.24-1.39x (gemv-tofloat/tune-avx2.txt). Like the
  * tuning files, a row holds its grid's last n for every larger n (INT8_OPEN): n > 512 was not
  * measured. Measured on one CPU: `qmm tune` on another replaces them there.
  *
@@ -136,6 +142,16 @@ static const qmm_cpu_auto_row auto_rows[] = {
     {QMM_CPU_ISA_AVX512, QMM_TYPE_IQ1_M, NO_INT8, 1},
     {QMM_CPU_ISA_AVX512, QMM_TYPE_TQ1_0, NO_INT8, 1},
     {QMM_CPU_ISA_AVX512, QMM_TYPE_TQ2_0, NO_INT8, 1},
+    /* avx2, the grid i-quants and tq types (above) */
+    {QMM_CPU_ISA_AVX2, QMM_TYPE_IQ2_XXS, NO_INT8, 1},
+    {QMM_CPU_ISA_AVX2, QMM_TYPE_IQ2_XS, NO_INT8, 1},
+    {QMM_CPU_ISA_AVX2, QMM_TYPE_IQ2_S, NO_INT8, 1},
+    {QMM_CPU_ISA_AVX2, QMM_TYPE_IQ3_XXS, NO_INT8, 1},
+    {QMM_CPU_ISA_AVX2, QMM_TYPE_IQ3_S, NO_INT8, 1},
+    {QMM_CPU_ISA_AVX2, QMM_TYPE_IQ1_S, NO_INT8, 1},
+    {QMM_CPU_ISA_AVX2, QMM_TYPE_IQ1_M, NO_INT8, 1},
+    {QMM_CPU_ISA_AVX2, QMM_TYPE_TQ1_0, NO_INT8, 1},
+    {QMM_CPU_ISA_AVX2, QMM_TYPE_TQ2_0, NO_INT8, 1},
     /* avx2, float weights (above) */
     {QMM_CPU_ISA_AVX2, QMM_TYPE_F32, NO_INT8, 5},
     {QMM_CPU_ISA_AVX2, QMM_TYPE_F16, NO_INT8, 5},
@@ -150,8 +166,8 @@ static const qmm_cpu_auto_row auto_rows[] = {
  * the numbers: bench/results/cpu-spr-codebook.md. */
 
 /* The row for a (level, type) that has none: gemv through the decode regime, then fused.
- * At the amx level a type without a measured row has no fast gemv (only gemv_portable), so
- * fused_amx_bf16 from n = 1. At avx2 the types without a row have no int8 kernel: gemv
+ * At the amx level a type without a measured row takes fused_amx_bf16 from n = 1 (its gemv,
+ * for the grid i-quants and tq types the to_float rows, was not measured against it). At avx2 the types without a row have no int8 kernel: gemv
  * (gemv_avx2; for the grid i-quants and tq types its to_float rows) through n = 8, then fused.
  * (avx512 has a row for every type.) */
 static qmm_cpu_auto_row default_row(qmm_cpu_isa isa, qmm_type type) {

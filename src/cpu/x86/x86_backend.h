@@ -64,12 +64,12 @@ const char *qmm_cpu_x86_int8_avx2_kernel(const qmm_context *ctx, qmm_type type, 
 qmm_status qmm_cpu_x86_matmul_int8_avx2(qmm_context *ctx, const qmm_weights *w, int64_t n,
                                         const float *x, int64_t ldx, float *y, int64_t ldy);
 
-/* gemv on AVX-512: the legacy, K-quant, codebook and float types (qmm_x86_gemv_avx512_has_type). */
+/* gemv on AVX-512: every weight type (qmm_x86_gemv_avx512_has_type). */
 qmm_status qmm_cpu_x86_matmul_gemv_avx512(qmm_context *ctx, const qmm_weights *w, int64_t n,
                                           const float *x, int64_t ldx, float *y, int64_t ldy);
 
-/* gemv on AVX2: the types of qmm_x86_gemv_avx2_has_type (the others fall through to
- * gemv_portable). */
+/* gemv on AVX2: the types of qmm_x86_gemv_avx2_has_type (every weight type; a type without
+ * a row kernel would fall through to gemv_portable). */
 qmm_status qmm_cpu_x86_matmul_gemv_avx2(qmm_context *ctx, const qmm_weights *w, int64_t n,
                                         const float *x, int64_t ldx, float *y, int64_t ldy);
 

@@ -314,13 +314,15 @@ void qmm_x86_gemv_int8_avxvnni(qmm_type type, int64_t m, int64_t k, const unsign
  * AVX-512 GEMV on native blocks (gemv_avx512.c)
  * ------------------------------------------------------------------------------------- */
 
-/* True if qmm_x86_gemv_avx512 has a row kernel for `type` (q4_0, q4_1, q5_0, q5_1, q8_0,
- * q2_K, q3_K, q4_K, q5_K, q6_K, the 4-bit codebook types, f32, f16, bf16). */
+/* True if qmm_x86_gemv_avx512 has a row kernel for `type`: every weight type (q4_0, q4_1,
+ * q5_0, q5_1, q8_0, q2_K, q3_K, q4_K, q5_K, q6_K, the 4-bit codebook types, f32, f16, bf16
+ * decoded in registers; the grid i-quants, tq1_0, tq2_0 by to_float into L1). */
 bool qmm_x86_gemv_avx512_has_type(qmm_type type);
 
 /*
  * Y[n][m] = X W^T for W in GGUF blocks (row i at w + i*row_stride, k a multiple of the block
- * size), decoded in registers (values bit-identical to the type's to_float) and multiplied
+ * size), decoded in registers or, for the grid i-quants and tq types, a panel at a time by
+ * to_float into L1 (values bit-identical to the type's to_float either way) and multiplied
  * with f32 FMA in the order of gemv_avx512_impl.h, which depends only on k. Any n >= 1
  * (meant for n <= 8; larger n decodes each 64-row task once per group of 8 X rows, the task
  * then in L2). No scratch. Runs on up to n_threads OpenMP threads, tasks of 64 W rows in
@@ -336,8 +338,8 @@ qmm_status qmm_x86_gemv_avx512(qmm_type type, int64_t m, int64_t k, const unsign
  * AVX2 GEMV on native blocks (gemv_avx2.c)
  * ------------------------------------------------------------------------------------- */
 
-/* True if qmm_x86_gemv_avx2 has a row kernel for `type` (q4_0, q4_1, q5_0, q5_1, q8_0, q2_K,
- * q3_K, q4_K, q5_K, q6_K, iq4_nl, iq4_xs, mxfp4, nvfp4, f32, f16, bf16). */
+/* True if qmm_x86_gemv_avx2 has a row kernel for `type`: the same types as
+ * qmm_x86_gemv_avx512_has_type (every weight type). */
 bool qmm_x86_gemv_avx2_has_type(qmm_type type);
 
 /* qmm_x86_gemv_avx512's contract with AVX2 + FMA + F16C (requires QMM_CPU_ISA_AVX2): the same
