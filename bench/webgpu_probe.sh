@@ -6,11 +6,12 @@
 #      cold (W rotated through >= 128 MiB) and hot (one copy): do later points run slower?
 #   2. bench: qmm bench --backend webgpu on PROBE_TYPES, the LFM shapes, n = 1 and PROBE_NS,
 #      then 4096x14336, 14336x4096 and 65536x1024 at n = 1 (PROBE_BIG_TYPES);
-#   3. candidate: `qmm bench --candidate` with PROBE_CANDIDATE (default
-#      bench/candidates/fused_8x8.wgsl) at each geometry of PROBE_GEOMETRIES ("WG_M WG_N
+#   3. candidate: `qmm bench --candidate` with PROBE_CANDIDATE (default the production
+#      src/webgpu/wgsl/fused.wgsl itself: a self-check; the candidates tried are diffs in
+#      bench/results/h200-webgpu-clocks/, `patch` them onto a copy) at each geometry of PROBE_GEOMETRIES ("WG_M WG_N
 #      TILE_K", ...) on PROBE_TYPES, the LFM2.5-350M shapes, PROBE_NS: the whole output of
 #      each compared with the production kernel's, both timed.
-#   4. gemv: PROBE_GEMV_CANDIDATE (default bench/candidates/gemv_unroll4.wgsl) against the
+#   4. gemv: PROBE_GEMV_CANDIDATE (default src/webgpu/wgsl/gemv.wgsl) against the
 #      production gemv on the LFM shapes and 4096x14336, 14336x4096, 65536x1024 at PROBE_GEMV_NS;
 # PROBE_STEPS picks among repeat, bench, candidate, gemv (default the first three).
 # nvidia-smi samples the SM clock, memory use and throttle reasons every 200 ms throughout
@@ -22,10 +23,10 @@ Q="${BUILD:?BUILD: the build directory (gpu_run.sh exports it)}/tools/qmm/qmm"
 REPEATS=${PROBE_REPEATS:-8}
 TYPES=${PROBE_TYPES:-q4_0,q4_K,q6_K,q8_0,f16}
 NS=${PROBE_NS:-512,2048}
-CAND=${PROBE_CANDIDATE:-bench/candidates/fused_8x8.wgsl}
+CAND=${PROBE_CANDIDATE:-src/webgpu/wgsl/fused.wgsl}
 GEOMS=${PROBE_GEOMETRIES:-"16 16 32,32 32 16,16 16 16"}
 STEPS=${PROBE_STEPS:-"repeat bench candidate"}
-GEMV_CAND=${PROBE_GEMV_CANDIDATE:-bench/candidates/gemv_unroll4.wgsl}
+GEMV_CAND=${PROBE_GEMV_CANDIDATE:-src/webgpu/wgsl/gemv.wgsl}
 step() { case " $STEPS " in *" $1 "*) return 0;; esac; return 1; }
 
 nvidia-smi -q -d PERFORMANCE,CLOCK | grep -E "SM  |Idle|Power Cap|Slowdown" | head -12

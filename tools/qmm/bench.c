@@ -757,12 +757,12 @@ static void time_strategy(bench_run *r, const bench_matrix *bm, int64_t n, qmm_s
         row->latency_ms = single;
         row->graph_calls = gi.calls;
         last = gi.last;
-        if (!gi.settled)
-            report_note(r->rep, "warning: %s %lldx%lld n=%lld %s: the warm-up ran %.0f ms without "
-                        "%d regions in a row agreeing within %.0f%%: the GPU's clocks may not have "
-                        "settled",
-                        qmm_type_name(bm->type), (long long)bm->m, (long long)bm->k, (long long)n,
-                        row->strategy, gi.warm_ms, GPU_WARM_STABLE, 100.0 * GPU_WARM_SPREAD);
+        if (!gi.settled) {
+            char why[160];
+            gpu_regions_unsettled(why, sizeof why, &gi);
+            report_note(r->rep, "warning: %s %lldx%lld n=%lld %s: %s", qmm_type_name(bm->type),
+                        (long long)bm->m, (long long)bm->k, (long long)n, row->strategy, why);
+        }
     }
     st = qmm_buffer_download(ctx, y_host, y[last], y_bytes);
     if (st != QMM_OK) {

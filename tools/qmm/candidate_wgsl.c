@@ -157,12 +157,13 @@ static bool run_case(const wgsl_env *env, qmm_type type, WGPUComputePipeline pl,
                   which == 0 ? "timing production" : "timing the candidate");
         if (!ok) break;
         const int last = gi.last;
-        if (!gi.settled)
-            fprintf(stderr, "qmm bench: --candidate: warning: %s %lldx%lld n=%lld, %s: the warm-up ran "
-                    "%.0f ms without %d regions in a row agreeing within %.0f%%: the GPU's clocks may "
-                    "not have settled\n", qmm_type_name(type), (long long)m, (long long)k, (long long)n,
-                    which == 0 ? "production" : "the candidate", gi.warm_ms, GPU_WARM_STABLE,
-                    100.0 * GPU_WARM_SPREAD);
+        if (!gi.settled) {
+            char why[160];
+            gpu_regions_unsettled(why, sizeof why, &gi);
+            fprintf(stderr, "qmm bench: --candidate: warning: %s %lldx%lld n=%lld, %s: %s\n",
+                    qmm_type_name(type), (long long)m, (long long)k, (long long)n,
+                    which == 0 ? "production" : "the candidate", why);
+        }
         if (which == 0) res->prod_us = cand_median_us(ms, o->iters);
         else res->cand_us = cand_median_us(ms, o->iters);
         ok = q_ok(qmm_buffer_download(ctx, y_last, which == 0 ? ypd[last] : ycd[last], y_bytes), "reading Y");

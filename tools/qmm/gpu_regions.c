@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <stdbool.h>
+#include <stdio.h>
 
 #include "sysinfo.h"
 
@@ -80,4 +81,10 @@ qmm_status gpu_regions_time(qmm_context *ctx, gpu_region_call call, void *arg, i
         ms[i] /= b;
     }
     return st;
+}
+
+void gpu_regions_unsettled(char *buf, size_t len, const gpu_regions_info *info) {
+    snprintf(buf, len, "the warm-up ran %.0f ms without %d regions in a row agreeing within %.0f%%: "
+             "the GPU's clocks may not have settled", info->warm_ms, GPU_WARM_STABLE,
+             100.0 * GPU_WARM_SPREAD);
 }

@@ -27,6 +27,7 @@
 #define QMM_TOOL_GPU_REGIONS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "qmm.h"
@@ -52,5 +53,8 @@ typedef struct gpu_regions_info {
  * failing status (qmm_last_error() says why). */
 qmm_status gpu_regions_time(qmm_context *ctx, gpu_region_call call, void *arg, int copies,
                             int64_t warmup, int64_t iters, double *ms, gpu_regions_info *info);
+
+/* The sentence for a warm-up that hit its cap (info->settled false), into buf. */
+void gpu_regions_unsettled(char *buf, size_t len, const gpu_regions_info *info);
 
 #endif
