@@ -85,15 +85,20 @@ void qmm_cuda_int8_force(int cfg, int split);
 void qmm_cuda_int8_force_gemv(int mode);
 /* The same for fused on the int8 repack (tile configuration, split; -1: the library's choice). */
 void qmm_cuda_half_force(int cfg, int split);
+int qmm_cuda_half_configs(void);
 
 static void force(qmm_strategy strategy, int variant) {
     /* int8 variant -2: the library's choice, but n <= 8 on the repack's skinny kernel */
     qmm_cuda_int8_force_gemv(strategy == QMM_STRATEGY_INT8 && variant == -2 ? 0 : -1);
     const bool i8 = strategy == QMM_STRATEGY_INT8 && variant >= 0;
     qmm_cuda_int8_force(i8 ? variant / 2 : -1, i8 ? variant % 2 : -1);
-    /* fused variants: configuration variant % 8, split variant / 8 (0: the library's) */
+    /* fused variants: configuration variant % 16, split variant / 16 (0: the library's); the
+     * environment's QMM_BENCH_FUSED_CFG forces the configuration of the plain fused rows (for
+     * ncu, which selects kernels by name) */
     const bool fu = strategy == QMM_STRATEGY_FUSED && variant >= 0;
-    qmm_cuda_half_force(fu ? variant % 8 : -1, fu && variant / 8 > 0 ? variant / 8 : -1);
+    const char *env = getenv("QMM_BENCH_FUSED_CFG");
+    const int env_cfg = strategy == QMM_STRATEGY_FUSED && env != NULL ? atoi(env) : -1;
+    qmm_cuda_half_force(fu ? variant % 16 : env_cfg, fu && variant / 16 > 0 ? variant / 16 : -1);
 }
 
 /* The kernel qmm_matmul_path names for (w, n) under the context's strategy. */
@@ -117,7 +122,7 @@ static void time_one(qmm_context *ctx, qmm_weights **ws, qmm_type type, int64_t 
     snprintf(name, sizeof name, "%s%s%s", qmm_strategy_name(strategy), strategy == QMM_STRATEGY_AUTO ? "->" : "",
              strategy == QMM_STRATEGY_AUTO ? qmm_strategy_name(chosen) : "");
     if (variant >= 0 && strategy == QMM_STRATEGY_INT8) snprintf(name, sizeof name, "int8[c%d s%d]", variant / 2, variant % 2);
-    if (variant >= 0 && strategy == QMM_STRATEGY_FUSED) snprintf(name, sizeof name, "fused[c%d s%d]", variant % 8, variant / 8);
+    if (variant >= 0 && strategy == QMM_STRATEGY_FUSED) snprintf(name, sizeof name, "fused[c%d s%d]", variant % 16, variant / 16);
     if (variant < 0 && strategy == QMM_STRATEGY_FUSED) snprintf(name, sizeof name, "fused(%s)", path_kernel(ctx, w, n));
     if (variant < 0 && strategy == QMM_STRATEGY_INT8) snprintf(name, sizeof name, "int8(%s)", path_kernel(ctx, w, n));
     CHECK(qmm_matmul(ctx, w, n, dx, k, dy, m));
@@ -207,7 +212,8 @@ static void run_case(qmm_context *ctx, qmm_type type, int64_t m, int64_t k, int6
             for (int v = 0; v < (n <= 8 ? 2 : 6); v++) time_one(ctx, ws, type, m, k, n, rb, dx, dy, out, ref, g_strategies[si], v);
         if (g_fused_sweep && g_strategies[si] == QMM_STRATEGY_FUSED)
             for (int sp = 1; sp <= 4; sp *= 2) /* split 1, 2, 4 */
-                for (int v = 0; v < 6; v++) time_one(ctx, ws, type, m, k, n, rb, dx, dy, out, ref, g_strategies[si], 8 * sp + v);
+                for (int v = 0; v < qmm_cuda_half_configs(); v++)
+                    time_one(ctx, ws, type, m, k, n, rb, dx, dy, out, ref, g_strategies[si], 16 * sp + v);
     }
     qmm_buffer_free(ctx, dx);
     qmm_buffer_free(ctx, dy);

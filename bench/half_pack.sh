@@ -21,7 +21,7 @@ mkdir -p .carry
 EXCL=$(git rev-parse --git-path info/exclude) # .git/info/exclude; in a worktree, the main one's
 mkdir -p "$(dirname "$EXCL")"
 grep -qx '/.carry/' "$EXCL" 2>/dev/null || echo '/.carry/' >> "$EXCL"
-tar -cJf .carry/bins.tar.xz -C "$S" .
+tar -cf - -C "$S" . | xz -9e -T2 > .carry/bins.tar.xz
 rm -rf "$S"
 # the runtime libraries the binaries need there (OpenBLAS, cmocka, cJSON), from .deps
 mkdir -p .carry/deps

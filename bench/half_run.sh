@@ -18,7 +18,8 @@
 #   model     qmm bench --backend cuda: the whole LFM2.5-350M prefill (n = 512) under the default
 #             and unlimited cache policies, and the preset at n = 1, 512 (JSON in $OUT)
 #   peer      ggml_mmbench -B CUDA0 -G 100 on the same shapes, types and n
-#   ncu       Nsight Compute sections of the GEMM kernel: q4_0 4608x1024 n = 512, 1024x1024 n = 64
+#   ncu       Nsight Compute sections of the X conversion and GEMM kernels: q4_0 4608x1024 n = 512,
+#             1024x1024 n = 64, for each configuration in NCU_CFGS (default -1: the library's choice)
 #   sanitize  memcheck and racecheck over the quick fused-repack test
 #   full      the whole test_cuda, then test_conformance on the CUDA backend
 # HALF_END (a date +%s time, default 540 s from the start): a step starts only with 15 s left.
@@ -79,13 +80,17 @@ if step peer; then
   fi
 fi
 if step ncu; then
+  # NCU_CFGS: the fused configurations profiled (QMM_BENCH_FUSED_CFG; "-1": the library's choice)
   NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
-  for c in "4608x1024 512" "1024x1024 64"; do
-    timeout "$(lim 90)" "$NCU" --kernel-name regex:h16_gemm --launch-skip 2 --launch-count 1 --section SpeedOfLight \
-      --section WarpStateStats --section Occupancy --section LaunchStats --section SchedulerStats \
-      --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis "$B" --types q4_0 --shapes "${c% *}" \
-      --ns "${c#* }" --strategies fused --no-decode > "$L/ncu_${c% *}_${c#* }.log" 2>&1
-    echo "ncu $c rc=$?"; grep -vE "^==PROF==|^ *$|^-+$" "$L/ncu_${c% *}_${c#* }.log" | cut -c1-110 | head -90
+  for cfg in ${NCU_CFGS:--1}; do
+    for c in "4608x1024 512" "1024x1024 64"; do
+      f="$L/ncu_c${cfg}_${c% *}_${c#* }.log"
+      QMM_BENCH_FUSED_CFG=$cfg timeout "$(lim 90)" "$NCU" --kernel-name regex:h16_ --launch-skip 4 --launch-count 2 \
+        --section SpeedOfLight --section WarpStateStats --section Occupancy --section LaunchStats --section SchedulerStats \
+        --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis "$B" --types q4_0 --shapes "${c% *}" \
+        --ns "${c#* }" --strategies fused --no-decode > "$f" 2>&1
+      echo "ncu cfg $cfg $c rc=$?"; grep -vE "^==PROF==|^ *$|^-+$" "$f" | cut -c1-110 | head -${NCU_LINES:-90}
+    done
   done
 fi
 if step sanitize; then

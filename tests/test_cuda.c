@@ -1292,7 +1292,7 @@ static void test_fused_repack(void **state) {
     static const int64_t ns[] = {9, 16, 17, 64, 65, 130};
     const int n_n = quick() ? 3 : (int)(sizeof ns / sizeof ns[0]);
     int runs = 0;
-    long long same = 0, outputs = 0;
+    long long same = 0, outputs = 0, wg_same = 0, wg_outputs = 0;
     for (size_t ti = 0; ti < N_TYPES; ti++) {
         const qmm_type t = k_types[ti];
         if (!qmm_cuda_int8_has_type(t)) continue;
@@ -1319,24 +1319,38 @@ static void test_fused_repack(void **state) {
                 dev_io_make(plain, &p, n, &io0);
                 float *first = malloc(io.y_count * sizeof(float)), *h = malloc(io.y_count * sizeof(float));
                 float *one = malloc(io.y_count * sizeof(float));
-                assert_true(first && h && one);
-                /* the heuristic's choice, then every configuration without a split and with 3 */
-                for (int v = -1; v < 12; v++) {
-                    const int cfg = v < 0 ? -1 : v % 6, split = v < 0 ? -1 : v < 6 ? 1 : 3;
+                float *wgfirst = malloc(io.y_count * sizeof(float)), *wgone = malloc(io.y_count * sizeof(float));
+                assert_true(first && h && one && wgfirst && wgone);
+                /* the heuristic's choice, then every configuration without a split and with 3;
+                 * bits compared within a kernel family (mma.sync, wgmma) at the same split */
+                const int ncfg = qmm_cuda_half_configs(), wg_on = qmm_cuda_half_wgmma_available();
+                float *fam[2][2] = {{first, one}, {wgfirst, wgone}};
+                int fam_cfg[2][2] = {{-1, -1}, {-1, -1}};
+                for (int v = -1; v < 2 * ncfg; v++) {
+                    const int cfg = v < 0 ? -1 : v % ncfg, split = v < 0 ? -1 : v < ncfg ? 1 : 3;
+                    const int f = v >= 0 && wg_on && qmm_cuda_half_config_wgmma(cfg) == 1, sp = v >= ncfg;
                     qmm_cuda_half_force(cfg, split);
                     dev_io_poison_y(ctx, &io);
                     const qmm_status st = qmm_matmul(ctx, w, n, io.x, p.ldx, io.y, p.ldy);
                     qmm_cuda_half_force(-1, -1);
                     QMM_OK_(st);
                     check_y(ctx, &p, &io, n, QMM_STRATEGY_FUSED, "fused on the repack");
-                    QMM_OK_(qmm_buffer_download(ctx, v == 0 ? first : v == 6 ? one : h, io.y, io.y_count * sizeof(float)));
-                    const float *want = v < 6 ? first : one;
-                    if ((v > 0 && v != 6) && memcmp(want, h, io.y_count * sizeof(float)) != 0)
+                    const bool keep = v >= 0 && fam_cfg[f][sp] < 0;
+                    QMM_OK_(qmm_buffer_download(ctx, keep ? fam[f][sp] : h, io.y, io.y_count * sizeof(float)));
+                    if (keep) fam_cfg[f][sp] = cfg;
+                    else if (v >= 0 && memcmp(fam[f][sp], h, io.y_count * sizeof(float)) != 0)
                         fail_msg("fused on the repack, %s m=%lld k=%lld n=%lld: tile configuration %d (split %d) gives "
-                                 "other bits than configuration 0", qmm_type_name(t), (long long)p.m,
-                                 (long long)p.k, (long long)n, cfg, split);
+                                 "other bits than configuration %d of its kernel family (%s)", qmm_type_name(t),
+                                 (long long)p.m, (long long)p.k, (long long)n, cfg, split, fam_cfg[f][sp],
+                                 f ? "wgmma" : "mma.sync");
                     runs++;
                 }
+                if (wg_on)
+                    for (int64_t j = 0; j < n; j++)
+                        for (int64_t i = 0; i < p.m; i++) {
+                            wg_same += same_bits(first[j * p.ldy + i], wgfirst[j * p.ldy + i]);
+                            wg_outputs++;
+                        }
                 /* batch-invariant mode: no split, whatever is forced */
                 qmm_cuda_half_force(2, 3);
                 dev_io_poison_y(inv, &io);
@@ -1348,6 +1362,8 @@ static void test_fused_repack(void **state) {
                     fail_msg("fused on the repack, batch-invariant, %s m=%lld k=%lld n=%lld: a forced split changed "
                              "the bits", qmm_type_name(t), (long long)p.m, (long long)p.k, (long long)n);
                 free(one);
+                free(wgfirst);
+                free(wgone);
                 dev_io_poison_y(plain, &io0);
                 QMM_OK_(qmm_matmul(plain, w0, n, io0.x, p.ldx, io0.y, p.ldy));
                 check_y(plain, &p, &io0, n, QMM_STRATEGY_FUSED, "fused, shared-memory kernel");
@@ -1376,7 +1392,8 @@ static void test_fused_repack(void **state) {
         }
     }
     print_message("test_fused_repack: %d checked runs; the two fused kernels agree bit for bit on %lld of "
-                  "%lld outputs\n", runs, same, outputs);
+                  "%lld outputs; wgmma %s, agreeing with mma.sync on %lld of %lld outputs\n", runs, same, outputs,
+                  qmm_cuda_half_wgmma_available() ? "ran" : "not available here", wg_same, wg_outputs);
     qmm_context_free(plain);
     qmm_context_free(inv);
     qmm_context_free(ctx);

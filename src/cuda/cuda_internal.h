@@ -292,7 +292,7 @@ void qmm_cuda_int8_force(int cfg, int split);
  * QMM_CUDA_X_CHUNK rows in f16, then 16 MiB of split-k partials). */
 size_t qmm_cuda_half_workspace_bytes(int64_t k);
 /* fused: y[t*ldy + i] = sum_e f16(x[t][e]) * f16(w[i][e]) (f32 accumulation, chains of
- * mma.sync m16n8k16 over k), W the int8 repack (wq, wd, wm as for qmm_cuda_int8_matmul), X
+ * mma.sync m16n8k16 over k, or of wgmma m64nNk16 on sm_90a), W the int8 repack (wq, wd, wm as for qmm_cuda_int8_matmul), X
  * rounded to f16 into `workspace` (>= qmm_cuda_half_workspace_bytes(k)) per chunk of
  * QMM_CUDA_X_CHUNK rows. invariant: one chain per output (no split-k), so a row's result does
  * not depend on n. W must fit f16 (the caller checks). sm_80+. */
@@ -300,11 +300,17 @@ cudaError_t qmm_cuda_half_matmul(int type, const void *wq, const float *wd, cons
                                  int64_t m, int64_t k, int64_t n, const float *x, int64_t ldx,
                                  float *y, int64_t ldy, bool invariant, void *workspace,
                                  cudaStream_t stream);
-/* Test and bench aid: force the tile configuration (0..5, half.cu's k_h16_cfg; -1: the
- * heuristic's; one beyond the device's shared memory is ignored) and the split-k count (1..16,
- * still never in invariant mode; -1: chosen).
- * Process-global. */
+/* Test and bench aid: force the tile configuration (0 .. qmm_cuda_half_configs() - 1,
+ * half.cu's k_h16_cfg; -1: the heuristic's; one beyond the device's shared memory, or a wgmma
+ * one where wgmma cannot run, is ignored) and the split-k count (1..16, still never in
+ * invariant mode; -1: chosen). Process-global. */
 void qmm_cuda_half_force(int cfg, int split);
+/* The number of tile configurations, and whether configuration cfg is a wgmma one (1; 0:
+ * mma.sync; -1: no such configuration). */
+int qmm_cuda_half_configs(void);
+int qmm_cuda_half_config_wgmma(int cfg);
+/* Whether the wgmma configurations run on the current device (sm_90a code on a 9.0 GPU). */
+int qmm_cuda_half_wgmma_available(void);
 
 /* Test aid: spin for about `ns` nanoseconds on the device, then copy count floats src -> dst.
  * Used to check that qmm_matmul waits for earlier work on the caller's stream. */
