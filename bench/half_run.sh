@@ -20,7 +20,7 @@
 #   peer      ggml_mmbench -B CUDA0 -G 100 on the same shapes, types and n
 #   ncu       Nsight Compute sections of the X conversion and GEMM kernels: q4_0 4608x1024 n = 512,
 #             1024x1024 n = 64, for each configuration in NCU_CFGS (default -1: the library's choice)
-#   sanitize  memcheck and racecheck over the quick fused-repack test
+#   sanitize  memcheck and racecheck over the quick fused-repack test (SAN_LIMIT s each, default 90)
 #   full      the whole test_cuda, then test_conformance on the CUDA backend
 # HALF_END (a date +%s time, default 540 s from the start): a step starts only with 15 s left.
 set -uo pipefail
@@ -96,7 +96,7 @@ fi
 if step sanitize; then
   CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   for tool in memcheck racecheck; do
-    QMM_TEST_CUDA_QUICK=1 QMM_TEST_CUDA_FILTER='test_fused_repack' timeout "$(lim 90)" \
+    QMM_TEST_CUDA_QUICK=1 QMM_TEST_CUDA_FILTER='test_fused_repack' timeout "$(lim ${SAN_LIMIT:-90})" \
       "$CS" --tool $tool --error-exitcode 99 "$T" > "$L/sanitizer_$tool.log" 2>&1
     echo "$tool rc=$?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED' "$L/sanitizer_$tool.log" | tr '\n' ' ')"
   done

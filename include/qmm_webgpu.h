@@ -60,10 +60,21 @@ QMM_API qmm_status qmm_webgpu_get_info(qmm_context *ctx, qmm_webgpu_info *out);
  * tile_k in {8, 16, 32, 64}, wg_m * wg_n <= maxComputeInvocationsPerWorkgroup and
  * 4 * tile_k * 4 (wg_m + wg_n) bytes <= maxComputeWorkgroupStorageSize. Default 16, 16, 32.
  * Errors: QMM_ERR_INVALID_ARGUMENT naming the value and the rule it breaks; nothing changes.
+ * A geometry set here is used as it is for every call. Left to the library (the default, or
+ * set again with 0, 0, 0), a fused call with enough workgroups runs with a smaller TILE_K
+ * (a rule measured per geometry, src/webgpu/auto_table.c; qmm_webgpu_fused_tile_k says which);
+ * the geometry never changes a result, bit for bit.
  */
 QMM_API qmm_status qmm_webgpu_set_fused_geometry(qmm_context *ctx, int wg_m, int wg_n, int tile_k);
 QMM_API qmm_status qmm_webgpu_get_fused_geometry(const qmm_context *ctx, int *wg_m, int *wg_n,
                                                  int *tile_k);
+/**
+ * The TILE_K a fused call with m W rows and n tokens runs with on this context, and (if not
+ * NULL) *auto_min_workgroups: the number of workgroups from which the library's rule takes a
+ * smaller TILE_K (0: no rule, e.g. a geometry set by the caller).
+ */
+QMM_API qmm_status qmm_webgpu_fused_tile_k(const qmm_context *ctx, int64_t m, int64_t n, int *tile_k,
+                                           int64_t *auto_min_workgroups);
 
 /**
  * Make a caller's WGPUBuffer usable as X or Y: *out is a qmm pointer to its first byte (add

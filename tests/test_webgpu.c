@@ -385,6 +385,36 @@ static void test_fused_geometry(void **state) {
     free(x);
     free(q);
     qmm_weights_free(w);
+
+    /* the library's per-call TILE_K (src/webgpu/auto_table.c): 16 from 384 workgroups of 64 x 64
+     * outputs under the default geometry, none once the caller sets a geometry, back with 0, 0, 0;
+     * a call past the threshold gives the bits of the same call at the set default geometry */
+    CHECK_OK(qmm_webgpu_set_fused_geometry(ctx, 0, 0, 0));
+    int tk = 0;
+    int64_t minw = -1;
+    CHECK_OK(qmm_webgpu_fused_tile_k(ctx, 4608, 512, &tk, &minw));
+    assert_int_equal(tk * 1000 + (int)minw, 16384);
+    CHECK_OK(qmm_webgpu_fused_tile_k(ctx, 1024, 512, &tk, &minw));
+    assert_int_equal(tk, 32);
+    const int64_t m2 = 64 * 24 - 5, k2 = 64, n2 = 64 * 16; /* 24 x 16 = 384 workgroups */
+    CHECK_OK(qmm_webgpu_fused_tile_k(ctx, m2, n2, &tk, NULL));
+    assert_int_equal(tk, 16);
+    q = make_rows(QMM_TYPE_Q8_0, m2, k2, &r, &rb);
+    x = malloc(sizeof(float) * (size_t)(n2 * k2));
+    tu_fill_uniform(&r, x, (size_t)(n2 * k2), -1, 1);
+    CHECK_OK(qmm_weights_create(ctx, QMM_TYPE_Q8_0, m2, k2, q, rb, &w));
+    y0 = run(ctx, w, m2, k2, n2, x);
+    check_ref(QMM_TYPE_Q8_0, m2, k2, n2, q, rb, x, y0, "fused, TILE_K chosen per call");
+    CHECK_OK(qmm_webgpu_set_fused_geometry(ctx, 16, 16, 32));
+    CHECK_OK(qmm_webgpu_fused_tile_k(ctx, m2, n2, &tk, &minw));
+    assert_int_equal(tk * 1000 + (int)minw, 32000);
+    float *y = run(ctx, w, m2, k2, n2, x);
+    if (!tu_bits_equal(y, m2, y0, m2, n2, m2)) fail_msg("fused with TILE_K 16 chosen per call differs from TILE_K 32");
+    free(y);
+    free(y0);
+    free(x);
+    free(q);
+    qmm_weights_free(w);
     qmm_context_free(ctx);
 }
 

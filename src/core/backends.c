@@ -33,6 +33,15 @@ qmm_status qmm_webgpu_get_fused_geometry(const qmm_context *ctx, int *wg_m, int 
     (void)tile_k;
     return no_webgpu("qmm_webgpu_get_fused_geometry");
 }
+qmm_status qmm_webgpu_fused_tile_k(const qmm_context *ctx, int64_t m, int64_t n, int *tile_k,
+                                   int64_t *auto_min_workgroups) {
+    (void)ctx;
+    (void)m;
+    (void)n;
+    (void)tile_k;
+    (void)auto_min_workgroups;
+    return no_webgpu("qmm_webgpu_fused_tile_k");
+}
 qmm_status qmm_webgpu_buffer_import(qmm_context *ctx, void *wgpu_buffer, size_t bytes, void **out) {
     (void)ctx;
     (void)wgpu_buffer;

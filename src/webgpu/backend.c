@@ -80,11 +80,26 @@ qmm_status qmm_webgpu_set_fused_geometry(qmm_context *ctx, int wg_m, int wg_n, i
     qmm_status st = need_webgpu(ctx, "qmm_webgpu_set_fused_geometry");
     if (st != QMM_OK) return st;
     qmm_wgpu_context *c = qmm_wgpu_ctx(ctx);
+    const bool reset = wg_m == 0 && wg_n == 0 && tile_k == 0;
+    if (reset) wg_m = QMM_WGPU_DEFAULT_WG_M, wg_n = QMM_WGPU_DEFAULT_WG_N, tile_k = QMM_WGPU_DEFAULT_TILE_K;
     st = qmm_wgpu_check_geometry(c, wg_m, wg_n, tile_k);
     if (st != QMM_OK) return st;
     c->wg_m = wg_m;
     c->wg_n = wg_n;
     c->tile_k = tile_k;
+    c->geometry_auto = reset;
+    return QMM_OK;
+}
+
+qmm_status qmm_webgpu_fused_tile_k(const qmm_context *ctx, int64_t m, int64_t n, int *tile_k,
+                                   int64_t *auto_min_workgroups) {
+    qmm_status st = need_webgpu(ctx, "qmm_webgpu_fused_tile_k");
+    if (st != QMM_OK) return st;
+    const qmm_wgpu_context *c = qmm_wgpu_ctx(ctx);
+    int64_t minw = 0;
+    const int tk = c->geometry_auto ? qmm_wgpu_auto_tile_k(c, m, n, &minw) : c->tile_k;
+    if (tile_k) *tile_k = tk;
+    if (auto_min_workgroups) *auto_min_workgroups = minw;
     return QMM_OK;
 }
 

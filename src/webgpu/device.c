@@ -421,6 +421,7 @@ qmm_status qmm_wgpu_context_init(qmm_context *ctx) {
         c->wg_m = QMM_WGPU_DEFAULT_WG_M;
         c->wg_n = QMM_WGPU_DEFAULT_WG_N;
         c->tile_k = QMM_WGPU_DEFAULT_TILE_K;
+        c->geometry_auto = true;
         st = qmm_wgpu_check_geometry(c, c->wg_m, c->wg_n, c->tile_k);
         if (st != QMM_OK)
             st = qmm_error(QMM_ERR_UNSUPPORTED, "WebGPU backend: the device's limits do not allow "

@@ -364,7 +364,9 @@ qmm_status qmm_wgpu_matmul(qmm_context *ctx, const qmm_weights *w, qmm_strategy 
                          qmm_strategy_name(s));
     }
     WGPUComputePipeline pl;
-    qmm_status st = qmm_wgpu_pipeline_get(c, kernel, w->type, c->wg_m, c->wg_n, c->tile_k, &pl);
+    const int tile_k = kernel == QMM_WGPU_KERNEL_FUSED && c->geometry_auto ? qmm_wgpu_auto_tile_k(c, w->m, n, NULL)
+                                                                           : c->tile_k;
+    qmm_status st = qmm_wgpu_pipeline_get(c, kernel, w->type, c->wg_m, c->wg_n, tile_k, &pl);
     if (st != QMM_OK) return st;
     return qmm_wgpu_run(ctx, w, kernel, pl, c->wg_m, c->wg_n, n, x, ldx, y, ldy);
 }

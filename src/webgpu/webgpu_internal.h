@@ -166,6 +166,7 @@ typedef struct qmm_wgpu_context {
     bool timed_overflow;
 
     int wg_m, wg_n, tile_k; /* fused geometry */
+    bool geometry_auto;     /* not set by the caller: auto_table.c's rule may change TILE_K per call */
 } qmm_wgpu_context;
 
 /* One storage buffer of a weights object: rows [row0, row0 + rows). */
@@ -254,6 +255,10 @@ const char *qmm_wgpu_kernel_text(qmm_wgpu_kernel kernel);
 void qmm_wgpu_pipelines_release(qmm_wgpu_context *c);
 /* Geometry checks against the kernel and the device's limits (message naming the values). */
 qmm_status qmm_wgpu_check_geometry(const qmm_wgpu_context *c, int wg_m, int wg_n, int tile_k);
+/* The TILE_K of a fused call on m x n outputs under the context's geometry when it is left to
+ * the library (auto_table.c); *min_workgroups (if not NULL): the rule's threshold, 0 if no rule
+ * applies to this geometry. */
+int qmm_wgpu_auto_tile_k(const qmm_wgpu_context *c, int64_t m, int64_t n, int64_t *min_workgroups);
 
 /* grids.c */
 qmm_status qmm_wgpu_grids_init(qmm_wgpu_context *c);

@@ -1312,6 +1312,16 @@ int qmm_cmd_bench(int argc, char **argv) {
                                  : "webgpu times: GPU timestamps at the start and end of each compute "
                                    "pass (qmm_timer_begin/end); W, X, Y rotated through copies of at "
                                    "least 128 MiB");
+    if (o.backend == QMM_BACKEND_WEBGPU) {
+        int tk = 0;
+        int64_t minw = 0;
+        if (qmm_webgpu_fused_tile_k(r.ctx, (int64_t)1 << 20, (int64_t)1 << 20, &tk, &minw) == QMM_OK && minw > 0) {
+            char note[160];
+            snprintf(note, sizeof note, "webgpu fused: TILE_K %d for dispatches of at least %lld workgroups "
+                     "(src/webgpu/auto_table.c; the same bits at every TILE_K)", tk, (long long)minw);
+            report_note(r.rep, note);
+        }
+    }
     if (o.whole_model || o.model_path) {
         r.totals = calloc(o.n_ns * (size_t)o.n_strategies, sizeof *r.totals);
         if (r.totals == NULL) {

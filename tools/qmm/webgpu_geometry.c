@@ -57,6 +57,7 @@ bool webgpu_geometry_check_tiles(const webgpu_geometry *g) {
 
 bool webgpu_geometry_apply(qmm_context *ctx, const webgpu_geometry *g) {
     int m, n, k;
+    if (!g->from_flags && !g->from_env) return true; /* the library's geometry and its per-call rule */
     if (qmm_webgpu_get_fused_geometry(ctx, &m, &n, &k) != QMM_OK) {
         fprintf(stderr, "qmm bench: %s\n", qmm_last_error());
         return false;
@@ -77,19 +78,25 @@ bool webgpu_geometry_apply(qmm_context *ctx, const webgpu_geometry *g) {
 
 void webgpu_describe(qmm_context *ctx, char *buf, size_t len) {
     qmm_webgpu_info i;
-    int m = 0, n = 0, k = 0;
-    if (qmm_webgpu_get_info(ctx, &i) != QMM_OK || qmm_webgpu_get_fused_geometry(ctx, &m, &n, &k) != QMM_OK) {
+    int m = 0, n = 0, k = 0, k_auto = 0;
+    int64_t minw = 0;
+    if (qmm_webgpu_get_info(ctx, &i) != QMM_OK || qmm_webgpu_get_fused_geometry(ctx, &m, &n, &k) != QMM_OK ||
+        qmm_webgpu_fused_tile_k(ctx, (int64_t)1 << 20, (int64_t)1 << 20, &k_auto, &minw) != QMM_OK) {
         snprintf(buf, len, "webgpu (%s)", qmm_last_error());
         return;
     }
+    char rule[96] = "";
+    if (minw > 0)
+        snprintf(rule, sizeof rule, " (%d from %lld workgroups per dispatch: src/webgpu/auto_table.c)", k_auto,
+                 (long long)minw);
     snprintf(buf, len, "webgpu %s (%s, %s; driver %s; wgpu-native 0x%08x%s); limits used: storage "
              "binding %.0f MiB, buffer %.0f MiB, workgroup storage %u KiB, %u invocations, %u "
              "workgroups per dimension; features enabled:%s%s; fused WG_M x WG_N = %d x %d threads of 4 x 4, "
-             "TILE_K %d; gemv 4 rows x 64 lanes, 4 tokens", i.adapter, i.backend_api,
+             "TILE_K %d%s; gemv 4 rows x 64 lanes, 4 tokens", i.adapter, i.backend_api,
              i.adapter_type, i.driver[0] ? i.driver : "unknown", i.wgpu_version,
              i.caller_device ? ", the caller's device" : "",
              (double)i.max_storage_buffer_binding_size / 1048576.0,
              (double)i.max_buffer_size / 1048576.0, i.max_compute_workgroup_storage_size / 1024,
              i.max_compute_invocations_per_workgroup, i.max_compute_workgroups_per_dimension,
-             i.timestamp_query ? " timestamp-query" : "", i.shader_f16 ? " shader-f16" : "", m, n, k);
+             i.timestamp_query ? " timestamp-query" : "", i.shader_f16 ? " shader-f16" : "", m, n, k, rule);
 }
