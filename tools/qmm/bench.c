@@ -1319,7 +1319,7 @@ int qmm_cmd_bench(int argc, char **argv) {
             char note[160];
             snprintf(note, sizeof note, "webgpu fused: TILE_K %d for dispatches of at least %lld workgroups "
                      "(src/webgpu/auto_table.c; the same bits at every TILE_K)", tk, (long long)minw);
-            report_note(r.rep, note);
+            report_note(r.rep, "%s", note);
         }
     }
     if (o.whole_model || o.model_path) {

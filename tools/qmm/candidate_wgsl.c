@@ -216,6 +216,13 @@ int candidate_wgsl_run(const candidate_opts *o) {
         goto out;
     }
     qmm_webgpu_get_fused_geometry(env.ctx, &env.wg_m, &env.wg_n, &env.tile_k);
+    /* production at the candidate's geometry on every call: set it explicitly, so that the
+     * library's per-call TILE_K rule (src/webgpu/auto_table.c) does not apply */
+    if (qmm_webgpu_set_fused_geometry(env.ctx, env.wg_m, env.wg_n, env.tile_k) != QMM_OK) {
+        fprintf(stderr, "qmm bench: %s\n", qmm_last_error());
+        rc = 2;
+        goto out;
+    }
     for (int t = 0; t < o->n_types; t++) {
         if (qmm_wgpu_has_type(o->types[t])) types[n_types++] = o->types[t];
         else if (o->types_given) {
