@@ -438,12 +438,59 @@ static void test_registry_and_fallback(void **state) {
     }
 }
 
+/* Batch-invariant auto at level avx2 (both kernels): the int8 strategy (the auto rows' prefill
+ * choice) on the GEMM for every n, so rows of small n (the 1- and 2-row tiles, a partial last
+ * quad) equal the same rows of a larger n bit for bit. */
+static void test_batch_invariant_auto(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(0x5E);
+    static const int64_t ns[] = {1, 2, 3, 5, 6, 8, 13};
+    const int64_t m = 21, nmax = 33;
+    int compared = 0;
+    for (int vnni_env = 0; vnni_env < 2; vnni_env++) {
+        if (vnni_env) setenv("QMM_CPU_AVX_VNNI", "0", 1);
+        qmm_context *ctx = ctx_at("avx2", QMM_FLAG_BATCH_INVARIANT);
+        unsetenv("QMM_CPU_AVX_VNNI");
+        const bool vnni = qmm_cpu_features_get()->avx_vnni && !vnni_env;
+        for (int ti = 0; ti < g_ntypes; ti++) {
+            const int t = g_types[ti];
+            const int64_t k = block_of(t) == 32 ? 9 * 32 : 2 * 256, ldx = k + 1;
+            size_t rb;
+            unsigned char *w = make_rows(t, m, k, W_QUANT, &r, &rb);
+            float *x = malloc(sizeof(float) * (size_t)(nmax * ldx));
+            float *base = malloc(sizeof(float) * (size_t)(nmax * m)), *y = malloc(sizeof(float) * (size_t)(nmax * m));
+            assert_true(x && base && y);
+            make_x(x, nmax, k, ldx, X_UNIFORM, &r);
+            qmm_path p;
+            run_api(ctx, QMM_STRATEGY_AUTO, t, m, k, w, rb, nmax, x, ldx, base, &p);
+            for (int ni = 0; ni < 7; ni++) {
+                run_api(ctx, QMM_STRATEGY_AUTO, t, m, k, w, rb, ns[ni], x, ldx, y, &p);
+                assert_int_equal(p.strategy, QMM_STRATEGY_INT8);
+                assert_int_equal(p.precision, QMM_PRECISION_INT8);
+                assert_string_equal(p.kernel, vnni ? "int8_avx2_gemm_vnni" : "int8_avx2_gemm");
+                if (!tu_bits_equal(base, m, y, m, ns[ni], m))
+                    fail_msg("%s n=%lld (%s): rows differ from n = %lld", qmm_type_name((qmm_type)t),
+                             (long long)ns[ni], p.kernel, (long long)nmax);
+                compared++;
+            }
+            free(x);
+            free(base);
+            free(y);
+            free(w);
+        }
+        qmm_context_free(ctx);
+    }
+    print_message("batch-invariant auto at avx2: %d (type, n, kernel) rows equal to n = %lld's\n", compared,
+                  (long long)nmax);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_layout_roundtrip),
         cmocka_unit_test(test_kernels_vs_model),
         cmocka_unit_test(test_amx_bits),
         cmocka_unit_test(test_registry_and_fallback),
+        cmocka_unit_test(test_batch_invariant_auto),
     };
     if (setup(NULL) != 0) return 77;
     return cmocka_run_group_tests(tests, NULL, NULL);

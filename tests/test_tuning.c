@@ -293,13 +293,16 @@ static void test_good_file_changes_auto(void **state) {
         qmm_context_free(ctx);
     }
     remove(g_id.default_path);
-    /* batch-invariant contexts have one path whatever the file says */
+    /* batch-invariant contexts take the row's prefill choice (its choice at the largest n a
+     * row names) at every n, never gemv: here fused (no int8 range), from the file */
     qmm_context_params p = qmm_context_default_params();
     p.tune_file = path;
     p.flags = QMM_FLAG_BATCH_INVARIANT;
     assert_int_equal(qmm_context_create(&p, &ctx), QMM_OK);
     assert_int_equal(auto_choice(ctx, 64, 1, table, sizeof table), QMM_STRATEGY_FUSED);
-    assert_non_null(strstr(table, "batch-invariant"));
+    assert_int_equal(auto_choice(ctx, 32, 1, table, sizeof table), QMM_STRATEGY_FUSED);
+    snprintf(expect_table, sizeof expect_table, "tuning file %s", path);
+    assert_string_equal(table, expect_table);
     qmm_context_free(ctx);
     /* an int8 range: on a machine with an int8 kernel for q4_0, auto takes it */
     snprintf(rows, sizeof rows, "{\"type\": \"q4_0\", \"int8_n\": [2, 3], \"gemv_max_n\": 0}");
@@ -324,8 +327,28 @@ static void test_good_file_changes_auto(void **state) {
     assert_int_equal(qmm_matmul_strategy(ctx, wt, 4, &s), QMM_OK);
     assert_int_equal(s, QMM_STRATEGY_FUSED);
     qmm_weights_free(wt);
-    free(w);
     qmm_context_free(ctx);
+    /* batch-invariant: int8 at every n where the row's int8 range is open-ended (the last n of
+     * a tune's grid, written as 2^30), fused where it ends below (the [2, 3] above) */
+    for (int open = 0; open < 2; open++) {
+        if (open) {
+            snprintf(rows, sizeof rows, "{\"type\": \"q4_0\", \"int8_n\": [4, 1073741824], \"gemv_max_n\": 2}");
+            make_doc(doc, sizeof doc, rows, NULL, NULL, NULL);
+            write_text(path, doc, strlen(doc));
+        }
+        qmm_context_params bp = qmm_context_default_params();
+        bp.tune_file = path;
+        bp.flags = QMM_FLAG_BATCH_INVARIANT;
+        assert_int_equal(qmm_context_create(&bp, &ctx), QMM_OK);
+        assert_int_equal(qmm_weights_create(ctx, QMM_TYPE_Q4_0, 64, 256, w, rb, &wt), QMM_OK);
+        for (int64_t n = 1; n <= 5; n++) {
+            assert_int_equal(qmm_matmul_strategy(ctx, wt, n, &s), QMM_OK);
+            assert_int_equal(s, open && has_int8 ? QMM_STRATEGY_INT8 : QMM_STRATEGY_FUSED);
+        }
+        qmm_weights_free(wt);
+        qmm_context_free(ctx);
+    }
+    free(w);
     remove(path);
 }
 

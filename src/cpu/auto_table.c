@@ -27,8 +27,13 @@
  *           gemv=avx2:off:gemv,int8=avx2:off:int8,fused=avx2:off:fused 9 2 4
  *   int8_ab <all 14 types> 4608x1024 256,512 int8=avx2:off:int8,fused=avx2:off:fused 3-5 2 2
  * (the numbers: bench/results/cpu-spr-avx2-int8.md). The int8 gemv beat gemv_avx2 and
- * fused_portable at every n measured, 1..512, by 1.5-2x at n = 128..512 (fused_portable is the
- * only fused path at avx2), so int8 runs n = 1..512; n > 512 was not measured. gemv_max_n (gemv
+ * fused_portable at every n measured, 1..512, by 1.5-2x at n = 128..512 (fused_portable was then
+ * the only fused path at avx2). Above 512, the same VM at QMM_CPU_ISA=avx2 QMM_CPU_AVX_VNNI=0
+ * with fused_avx2, 2 threads, hot caches, every row verified:
+ *   qmm bench --threads 2 --iters 5 --caches hot --types <the 14 int8 types>
+ *             --shape 1024x1024,4608x1024 --n 1024,2048 --strategy int8,fused
+ * (bench/results/spr-avx2-int8-vs-fused-large-n.json): int8 took 1.15-2.24x less time than
+ * fused_avx2 on every point, so int8 runs every n (INT8_OPEN). gemv_max_n (gemv
  * vs fused above that) is the largest n of those grids where gemv_avx2 beat fused_portable on
  * both shapes. Types without an int8 kernel at avx2 take the default row; measured the same way
  * for f32, f16, bf16 (gemv_avx2 ahead of fused_portable through n = 4-8) and iq2_xxs, iq3_s,
@@ -100,21 +105,21 @@ static const qmm_cpu_auto_row auto_rows[] = {
     {QMM_CPU_ISA_AMX, QMM_TYPE_IQ4_XS, 1, 32, 1},
     {QMM_CPU_ISA_AMX, QMM_TYPE_MXFP4, 1, 32, 2},
     {QMM_CPU_ISA_AMX, QMM_TYPE_NVFP4, 1, 8, 1},
-    /* avx2: the int8 gemv (gemv_int8_avx2.c / gemv_int8_avxvnni.c) for n = 1..512 */
-    {QMM_CPU_ISA_AVX2, QMM_TYPE_Q4_0, 1, 512, 16},
-    {QMM_CPU_ISA_AVX2, QMM_TYPE_Q4_1, 1, 512, 16},
-    {QMM_CPU_ISA_AVX2, QMM_TYPE_Q5_0, 1, 512, 16},
-    {QMM_CPU_ISA_AVX2, QMM_TYPE_Q5_1, 1, 512, 16},
-    {QMM_CPU_ISA_AVX2, QMM_TYPE_Q8_0, 1, 512, 8},
-    {QMM_CPU_ISA_AVX2, QMM_TYPE_Q2_K, 1, 512, 1},
-    {QMM_CPU_ISA_AVX2, QMM_TYPE_Q3_K, 1, 512, 1},
-    {QMM_CPU_ISA_AVX2, QMM_TYPE_Q4_K, 1, 512, 8},
-    {QMM_CPU_ISA_AVX2, QMM_TYPE_Q5_K, 1, 512, 4},
-    {QMM_CPU_ISA_AVX2, QMM_TYPE_Q6_K, 1, 512, 64},
-    {QMM_CPU_ISA_AVX2, QMM_TYPE_IQ4_NL, 1, 512, 16},
-    {QMM_CPU_ISA_AVX2, QMM_TYPE_IQ4_XS, 1, 512, 32},
-    {QMM_CPU_ISA_AVX2, QMM_TYPE_MXFP4, 1, 512, 16},
-    {QMM_CPU_ISA_AVX2, QMM_TYPE_NVFP4, 1, 512, 16},
+    /* avx2: the int8 strategy (its gemv below n = 8, its GEMM from there) for every n */
+    {QMM_CPU_ISA_AVX2, QMM_TYPE_Q4_0, 1, INT8_OPEN, 16},
+    {QMM_CPU_ISA_AVX2, QMM_TYPE_Q4_1, 1, INT8_OPEN, 16},
+    {QMM_CPU_ISA_AVX2, QMM_TYPE_Q5_0, 1, INT8_OPEN, 16},
+    {QMM_CPU_ISA_AVX2, QMM_TYPE_Q5_1, 1, INT8_OPEN, 16},
+    {QMM_CPU_ISA_AVX2, QMM_TYPE_Q8_0, 1, INT8_OPEN, 8},
+    {QMM_CPU_ISA_AVX2, QMM_TYPE_Q2_K, 1, INT8_OPEN, 1},
+    {QMM_CPU_ISA_AVX2, QMM_TYPE_Q3_K, 1, INT8_OPEN, 1},
+    {QMM_CPU_ISA_AVX2, QMM_TYPE_Q4_K, 1, INT8_OPEN, 8},
+    {QMM_CPU_ISA_AVX2, QMM_TYPE_Q5_K, 1, INT8_OPEN, 4},
+    {QMM_CPU_ISA_AVX2, QMM_TYPE_Q6_K, 1, INT8_OPEN, 64},
+    {QMM_CPU_ISA_AVX2, QMM_TYPE_IQ4_NL, 1, INT8_OPEN, 16},
+    {QMM_CPU_ISA_AVX2, QMM_TYPE_IQ4_XS, 1, INT8_OPEN, 32},
+    {QMM_CPU_ISA_AVX2, QMM_TYPE_MXFP4, 1, INT8_OPEN, 16},
+    {QMM_CPU_ISA_AVX2, QMM_TYPE_NVFP4, 1, INT8_OPEN, 16},
     /* avx512 without AMX (above): int8 over the whole grid; fused for the types without it */
     {QMM_CPU_ISA_AVX512, QMM_TYPE_F32, NO_INT8, 2},
     {QMM_CPU_ISA_AVX512, QMM_TYPE_F16, NO_INT8, 8},

@@ -283,18 +283,24 @@ static void cpu_weights_release(qmm_weights *w) {
 static qmm_status cpu_resolve(const qmm_context *ctx, const qmm_weights *w, int64_t n,
                               qmm_strategy requested, qmm_strategy *out) {
     qmm_strategy s = requested;
-    /* Batch-invariant: one path for every n (the ISA paths of gemv and fused differ). */
+    /* Batch-invariant: one strategy for every n, the row's prefill choice (its choice at the
+     * largest n a row describes, QMM_TUNE_MAX_N): int8 where the row takes int8 there, else
+     * fused. Under the flag each of the two runs one kernel order for every n (the int8
+     * strategy its GEMM, or its gemv for the types without one; fused the gemv kernels of its
+     * own order at decode sizes), and int8 keeps the precision class of the default's
+     * prefill. gemv is never taken: its ISA kernels and fused's differ in order. */
     const bool one_path = (ctx->params.flags & QMM_FLAG_BATCH_INVARIANT) != 0;
     if (s == QMM_STRATEGY_AUTO) {
         const char *why_not;
         const qmm_cpu_state *st = ctx->backend;
         const qmm_cpu_auto_row a =
             qmm_cpu_auto_lookup(&st->tuned, st->isa, w->type, w->m, w->k, NULL);
-        if (!one_path && n >= a.int8_min_n && n <= a.int8_max_n &&
+        const int64_t nr = one_path ? QMM_TUNE_MAX_N : n;
+        if (nr >= a.int8_min_n && nr <= a.int8_max_n &&
             find_impl(ctx, w->type, QMM_STRATEGY_INT8, &why_not) != NULL)
             s = QMM_STRATEGY_INT8;
         else
-            s = n <= a.gemv_max_n && !one_path ? QMM_STRATEGY_GEMV : QMM_STRATEGY_FUSED;
+            s = nr <= a.gemv_max_n && !one_path ? QMM_STRATEGY_GEMV : QMM_STRATEGY_FUSED;
     }
     const char *why;
     if (find_impl(ctx, w->type, s, &why) == NULL)
@@ -321,8 +327,6 @@ static qmm_status cpu_describe(const qmm_context *ctx, const qmm_weights *w, int
 static const char *cpu_auto_table(const qmm_context *ctx, const qmm_weights *w, int64_t n) {
     (void)n;
     const qmm_cpu_state *st = ctx->backend;
-    if (ctx->params.flags & QMM_FLAG_BATCH_INVARIANT)
-        return "none (batch-invariant: fused for every n)";
     bool from_file = false;
     qmm_cpu_auto_lookup(&st->tuned, st->isa, w->type, w->m, w->k, &from_file);
     return from_file ? st->tuned_name : qmm_cpu_auto_compiled_name(st->isa);

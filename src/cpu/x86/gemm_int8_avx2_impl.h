@@ -7,8 +7,9 @@
  * bits. Include only from a file built with the AVX2 flags (and -mavxvnni for the VNNI one),
  * after defining QMM_X8_VNNI and QMM_X8_TASK (the name of the exported task function).
  *
- * One call of tile() computes 4 X rows (a "quad", rows 4q..4q+3 of the quantized X) x 8 W rows
- * (group g): 4 f32 accumulators of 8 lanes (lane r = W row 8g + r). For block c = 0..k/32-1 in
+ * One call of tile() computes 4 X rows (a "quad", rows 4q..4q+3 of the quantized X; only the
+ * first 1 or 2 when the rest are padding) x 8 W rows (group g): one f32 accumulator of 8 lanes
+ * per X row (lane r = W row 8g + r). For block c = 0..k/32-1 in
  * order: the 4 x 8 exact int32 block dots ia[j] (int32 lane r), then
  *     acc[j] = fma((float)ia[j], d_w * dx_j, acc[j])          (d_w: 8 lanes, dx_j broadcast)
  *     min types:  acc[j] = fma(s_j, mn_w, acc[j])
@@ -86,36 +87,36 @@ X8_INLINE void wpair(const unsigned char *wr, int p, const bool nib, const bool 
 /* ia[j] = the exact block dot of X row j with the 8 W rows (32-element blocks). For the
  * 8-bit kinds without VNNI, tbl is the codebook as signed values (the u table ^ 0x80). */
 X8_INLINE void dot32(const unsigned char *wr, const unsigned char *xr, const qmm_x8_kind kind,
-                     const bool nib, const bool lut, __m256i tbl, __m256i ia[4]) {
+                     const bool nib, const bool lut, __m256i tbl, const int nx, __m256i ia[4]) {
 #if QMM_X8_VNNI
     (void)kind;
     /* two vpdpbusd chains per X row (even and odd v), 4 deep instead of 8 */
     __m256i ib[4];
-    for (int j = 0; j < 4; j++) {
+    for (int j = 0; j < nx; j++) {
         ia[j] = x8_bcast_i(xr + QMM_X8_XR_OFF + 4 * j);
         ib[j] = _mm256_setzero_si256();
     }
     for (int p = 0; p < 4; p++) {
         __m256i w[2];
         wpair(wr, p, nib, lut, tbl, w);
-        for (int j = 0; j < 4; j++) {
+        for (int j = 0; j < nx; j++) {
             ia[j] = _mm256_dpbusd_avx_epi32(ia[j], w[0], XB(j, 2 * p));
             ib[j] = _mm256_dpbusd_avx_epi32(ib[j], w[1], XB(j, 2 * p + 1));
         }
     }
-    for (int j = 0; j < 4; j++) ia[j] = _mm256_add_epi32(ia[j], ib[j]);
+    for (int j = 0; j < nx; j++) ia[j] = _mm256_add_epi32(ia[j], ib[j]);
 #else
     const __m256i ones = _mm256_set1_epi16(1);
     if (kind == QMM_X8_K32_U8) {
         const __m256i flip = _mm256_set1_epi8((char)0x80);
-        for (int j = 0; j < 4; j++) ia[j] = _mm256_setzero_si256();
+        for (int j = 0; j < nx; j++) ia[j] = _mm256_setzero_si256();
         for (int p = 0; p < 4; p++) {
             __m256i w[2];
             wpair(wr, p, nib, lut, tbl, w); /* with lut: already the signed values */
             for (int h = 0; h < 2; h++) {
                 const __m256i q = lut ? w[h] : _mm256_xor_si256(w[h], flip);
                 const __m256i aq = _mm256_abs_epi8(q);
-                for (int j = 0; j < 4; j++) {
+                for (int j = 0; j < nx; j++) {
                     const __m256i xs = _mm256_sign_epi8(XB(j, 2 * p + h), q);
                     ia[j] = _mm256_add_epi32(ia[j], _mm256_madd_epi16(_mm256_maddubs_epi16(aq, xs), ones));
                 }
@@ -125,19 +126,19 @@ X8_INLINE void dot32(const unsigned char *wr, const unsigned char *xr, const qmm
     }
     /* 4-bit quants: one int16 chain of 8 vectors (4 pairs); 5-bit: two of 4 */
     const int pairs = kind == QMM_X8_K32_U4 ? 4 : 2;
-    for (int j = 0; j < 4; j++) ia[j] = x8_bcast_i(xr + QMM_X8_XR_OFF + 4 * j);
+    for (int j = 0; j < nx; j++) ia[j] = x8_bcast_i(xr + QMM_X8_XR_OFF + 4 * j);
     for (int p0 = 0; p0 < 4; p0 += pairs) {
         __m256i a16[4];
-        for (int j = 0; j < 4; j++) a16[j] = _mm256_setzero_si256();
+        for (int j = 0; j < nx; j++) a16[j] = _mm256_setzero_si256();
         for (int p = p0; p < p0 + pairs; p++) {
             __m256i w[2];
             wpair(wr, p, nib, lut, tbl, w);
-            for (int j = 0; j < 4; j++) {
+            for (int j = 0; j < nx; j++) {
                 a16[j] = _mm256_add_epi16(a16[j], _mm256_maddubs_epi16(w[0], XB(j, 2 * p)));
                 a16[j] = _mm256_add_epi16(a16[j], _mm256_maddubs_epi16(w[1], XB(j, 2 * p + 1)));
             }
         }
-        for (int j = 0; j < 4; j++) ia[j] = _mm256_add_epi32(ia[j], _mm256_madd_epi16(a16[j], ones));
+        for (int j = 0; j < nx; j++) ia[j] = _mm256_add_epi32(ia[j], _mm256_madd_epi16(a16[j], ones));
     }
 #endif
 }
@@ -145,13 +146,14 @@ X8_INLINE void dot32(const unsigned char *wr, const unsigned char *xr, const qmm
 /* The same for 16-element sub-blocks with integer scales (sub-block h = vectors 4h..4h+3,
  * pairs 2h, 2h + 1); pairs: vector pairs per int16 chain (1 for q6_K, 2 for q2_K, q3_K). */
 X8_INLINE void dot16(const unsigned char *wr, const unsigned char *meta, const unsigned char *xr,
-                     const bool nib, const int pairs, const int offset_log2, __m256i ia[4]) {
+                     const bool nib, const int pairs, const int offset_log2, const int nx,
+                     __m256i ia[4]) {
     const __m256i sc01 = x8_load(meta + QMM_X8_REC_SC);
     if (offset_log2 > 0) { /* -offset * (sc0 * sum0 + sc1 * sum1) */
         const __m256i noff = _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(sc01, offset_log2));
-        for (int j = 0; j < 4; j++) ia[j] = _mm256_madd_epi16(noff, x8_bcast_i(xr + QMM_X8_XR_SX + 4 * j));
+        for (int j = 0; j < nx; j++) ia[j] = _mm256_madd_epi16(noff, x8_bcast_i(xr + QMM_X8_XR_SX + 4 * j));
     } else {
-        for (int j = 0; j < 4; j++) ia[j] = _mm256_setzero_si256();
+        for (int j = 0; j < nx; j++) ia[j] = _mm256_setzero_si256();
     }
     for (int h = 0; h < 2; h++) {
         /* (sc_h, sc_h) in every int32 lane (vpshufb indexes bytes of each 128-bit half) */
@@ -162,16 +164,16 @@ X8_INLINE void dot16(const unsigned char *wr, const unsigned char *meta, const u
         const __m256i sc = _mm256_shuffle_epi8(sc01, dup);
         for (int p0 = 2 * h; p0 < 2 * h + 2; p0 += pairs) {
             __m256i a16[4];
-            for (int j = 0; j < 4; j++) a16[j] = _mm256_setzero_si256();
+            for (int j = 0; j < nx; j++) a16[j] = _mm256_setzero_si256();
             for (int p = p0; p < p0 + pairs; p++) {
                 __m256i w[2];
                 wpair(wr, p, nib, false, _mm256_setzero_si256(), w);
-                for (int j = 0; j < 4; j++) {
+                for (int j = 0; j < nx; j++) {
                     a16[j] = _mm256_add_epi16(a16[j], _mm256_maddubs_epi16(w[0], XB(j, 2 * p)));
                     a16[j] = _mm256_add_epi16(a16[j], _mm256_maddubs_epi16(w[1], XB(j, 2 * p + 1)));
                 }
             }
-            for (int j = 0; j < 4; j++)
+            for (int j = 0; j < nx; j++)
 #if QMM_X8_VNNI
                 ia[j] = _mm256_dpwssd_avx_epi32(ia[j], a16[j], sc);
 #else
@@ -183,36 +185,39 @@ X8_INLINE void dot16(const unsigned char *wr, const unsigned char *meta, const u
 #undef XB
 
 /*
- * One 4 x 8 output tile: quad xq (its kc records), group record stream wg; writes rows
- * [0, rows) x columns [0, cols) of the tile at y (row stride ldy).
+ * One nx x 8 output tile (nx = 1, 2 or 4 X rows of a quad, a constant after inlining): quad
+ * xq (its kc records), group record stream wg; writes rows [0, rows) (rows <= nx) x columns
+ * [0, cols) of the tile at y (row stride ldy). Each output's operations are those of its own
+ * X row and W row only, so nx (how many of the quad's rows are computed) changes no bit; a
+ * quad of 1 or 2 live rows (n = 1, 2, or the last quad of n % 4 = 1, 2) skips the padding.
  * k16_pairs = 0: a 32-element-block type of `kind`; else a K16 type (int16 chain length in
  * vector pairs, offset = 2^offset_log2 or none).
  */
 X8_INLINE void tile(const unsigned char *wg, size_t rb, size_t qb, const unsigned char *xq,
                     int64_t kc, const qmm_x8_kind kind, const bool nib, const bool lut,
                     __m256i tbl, const bool has_min, const int k16_pairs, const int offset_log2,
-                    const bool q2k, float *y, int64_t ldy, int rows, int cols) {
+                    const bool q2k, const int nx, float *y, int64_t ldy, int rows, int cols) {
     __m256 acc[4];
-    for (int j = 0; j < 4; j++) acc[j] = _mm256_setzero_ps();
+    for (int j = 0; j < nx; j++) acc[j] = _mm256_setzero_ps();
     for (int64_t c = 0; c < kc; c++) {
         const unsigned char *wr = wg + (size_t)c * rb, *meta = wr + qb;
         const unsigned char *xr = xq + (size_t)c * QMM_X8_XREC;
         __m256i ia[4];
-        if (k16_pairs == 0) dot32(wr, xr, kind, nib, lut, tbl, ia);
-        else dot16(wr, meta, xr, nib, k16_pairs, offset_log2, ia);
+        if (k16_pairs == 0) dot32(wr, xr, kind, nib, lut, tbl, nx, ia);
+        else dot16(wr, meta, xr, nib, k16_pairs, offset_log2, nx, ia);
         const __m256 dw = _mm256_load_ps((const float *)(meta + QMM_X8_REC_D));
-        for (int j = 0; j < 4; j++)
+        for (int j = 0; j < nx; j++)
             acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ia[j]),
                                      _mm256_mul_ps(dw, x8_bcast_f(xr + QMM_X8_XR_DX + 4 * j)), acc[j]);
         if (has_min) {
             const __m256 mn = _mm256_load_ps((const float *)(meta + QMM_X8_REC_MN));
-            for (int j = 0; j < 4; j++)
+            for (int j = 0; j < nx; j++)
                 acc[j] = _mm256_fmadd_ps(x8_bcast_f(xr + QMM_X8_XR_S + 4 * j), mn, acc[j]);
         }
         if (q2k) {
             const __m256i m01 = x8_load(meta + QMM_X8_REC_M01);
             const __m256 nd = _mm256_load_ps((const float *)(meta + QMM_X8_REC_NDMIN));
-            for (int j = 0; j < 4; j++) {
+            for (int j = 0; j < nx; j++) {
                 const __m256i im = _mm256_madd_epi16(m01, x8_bcast_i(xr + QMM_X8_XR_SX + 4 * j));
                 acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(im),
                                          _mm256_mul_ps(nd, x8_bcast_f(xr + QMM_X8_XR_DX + 4 * j)),
@@ -221,12 +226,12 @@ X8_INLINE void tile(const unsigned char *wg, size_t rb, size_t qb, const unsigne
         }
     }
     if (cols == QMM_X8_ROWS) {
-        for (int j = 0; j < 4; j++)
+        for (int j = 0; j < nx; j++)
             if (j < rows) _mm256_storeu_ps(y + j * ldy, acc[j]);
     } else {
         const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(cols),
                                                 _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-        for (int j = 0; j < 4; j++)
+        for (int j = 0; j < nx; j++)
             if (j < rows) _mm256_maskstore_ps(y + j * ldy, mask, acc[j]);
     }
 }
@@ -241,8 +246,17 @@ X8_INLINE void tile(const unsigned char *wg, size_t rb, size_t qb, const unsigne
         for (int64_t q = q0; q < q1; q++) {                                                    \
             const int64_t j0 = q * QMM_X8_XROWS;                                               \
             const int rows = (int)(n - j0 < QMM_X8_XROWS ? n - j0 : QMM_X8_XROWS);            \
-            tile(wg, rb, qb, xq + (size_t)q * (size_t)kc * QMM_X8_XREC, kc, KIND, NIB, LUT,    \
-                 tbl, MIN, PAIRS, OFFLOG2, Q2K, y + j0 * ldy + i0, ldy, rows, cols);           \
+            const unsigned char *xqq = xq + (size_t)q * (size_t)kc * QMM_X8_XREC;             \
+            float *yt = y + j0 * ldy + i0;                                                     \
+            if (rows == 1)                                                                     \
+                tile(wg, rb, qb, xqq, kc, KIND, NIB, LUT, tbl, MIN, PAIRS, OFFLOG2, Q2K, 1, yt, \
+                     ldy, rows, cols);                                                         \
+            else if (rows == 2)                                                                \
+                tile(wg, rb, qb, xqq, kc, KIND, NIB, LUT, tbl, MIN, PAIRS, OFFLOG2, Q2K, 2, yt, \
+                     ldy, rows, cols);                                                         \
+            else                                                                               \
+                tile(wg, rb, qb, xqq, kc, KIND, NIB, LUT, tbl, MIN, PAIRS, OFFLOG2, Q2K, 4, yt, \
+                     ldy, rows, cols);                                                         \
         }                                                                                      \
     }
 
