@@ -86,6 +86,8 @@ void qmm_cuda_int8_force_gemv(int mode);
 /* The same for fused on the int8 repack (tile configuration, split; -1: the library's choice). */
 void qmm_cuda_half_force(int cfg, int split);
 int qmm_cuda_half_configs(void);
+int qmm_cuda_half_config_wgmma(int cfg);
+int qmm_cuda_half_wgmma_available(void);
 
 static void force(qmm_strategy strategy, int variant) {
     /* int8 variant -2: the library's choice, but n <= 8 on the repack's skinny kernel */
@@ -213,7 +215,9 @@ static void run_case(qmm_context *ctx, qmm_type type, int64_t m, int64_t k, int6
         if (g_fused_sweep && g_strategies[si] == QMM_STRATEGY_FUSED)
             for (int sp = 1; sp <= 4; sp *= 2) /* split 1, 2, 4 */
                 for (int v = 0; v < qmm_cuda_half_configs(); v++)
-                    time_one(ctx, ws, type, m, k, n, rb, dx, dy, out, ref, g_strategies[si], 16 * sp + v);
+                    /* a wgmma configuration where wgmma cannot run would time mma.sync under its label */
+                    if (qmm_cuda_half_config_wgmma(v) != 1 || qmm_cuda_half_wgmma_available())
+                        time_one(ctx, ws, type, m, k, n, rb, dx, dy, out, ref, g_strategies[si], 16 * sp + v);
     }
     qmm_buffer_free(ctx, dx);
     qmm_buffer_free(ctx, dy);

@@ -265,7 +265,10 @@ QMM_API qmm_status qmm_strategy_from_name(const char *name, qmm_strategy *out);
 
 /** Context flags (bitwise OR). */
 enum {
-    /** Output row j depends only on X row j, bit for bit, for every n (no n-dependent paths). */
+    /** Output row j depends only on X row j, bit for bit, for every n (no n-dependent paths).
+     *  AUTO then takes one strategy for every n: on the CPU the one its table takes for
+     *  prefill (int8 where that is int8, as at levels avx2 and avx512, else fused), on CUDA
+     *  and WebGPU gemv; a forced strategy keeps one kernel order for every n, or is refused. */
     QMM_FLAG_BATCH_INVARIANT = 1u << 0,
     /** qmm_weights_create checks every scale is finite (QMM_ERR_NUMERIC otherwise). */
     QMM_FLAG_VALIDATE = 1u << 1
@@ -430,7 +433,8 @@ typedef struct qmm_weights_memory_info {
     size_t f16_bytes;      /**< CUDA cached_f16: W in f16 (m x k x 2) */
     size_t fp8_bytes;      /**< CUDA fp8: W in E4M3, m and k padded to 16, and its row scales */
     size_t int8_bytes;     /**< int8 repack with its scales (and mins): CUDA int8's copy, the CPU's
-                                AMX-INT8 tiles, aarch64's SMMLA copy (docs/ARM64.md) */
+                                AMX-INT8 tiles and the AVX2 int8 GEMM's 8-row records, aarch64's
+                                SMMLA copy (docs/ARM64.md) */
     size_t bf16_bytes;     /**< CPU: the AMX-BF16 tiles of fused_amx_bf16 and their row scales */
     size_t total_bytes;    /**< the sum of the above */
 } qmm_weights_memory_info;

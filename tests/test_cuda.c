@@ -1324,6 +1324,8 @@ static void test_fused_repack(void **state) {
                 /* the heuristic's choice, then every configuration without a split and with 3;
                  * bits compared within a kernel family (mma.sync, wgmma) at the same split */
                 const int ncfg = qmm_cuda_half_configs(), wg_on = qmm_cuda_half_wgmma_available();
+                /* the probe must find the sm_90a code where it is the only sm_90 code */
+                if (qmm_cuda_half_wgmma_expected()) assert_true(wg_on);
                 float *fam[2][2] = {{first, one}, {wgfirst, wgone}};
                 int fam_cfg[2][2] = {{-1, -1}, {-1, -1}};
                 for (int v = -1; v < 2 * ncfg; v++) {

@@ -438,23 +438,31 @@ static void test_registry_and_fallback(void **state) {
     }
 }
 
-/* Batch-invariant auto at level avx2 (both kernels): the int8 strategy (the auto rows' prefill
- * choice) on the GEMM for every n, so rows of small n (the 1- and 2-row tiles, a partial last
- * quad) equal the same rows of a larger n bit for bit. */
+/* Batch-invariant auto at level avx2 (both kernels where the CPU has AVX-VNNI): the int8
+ * strategy (the auto rows' prefill choice) on the GEMM for every n, so rows of small n (the 1-
+ * and 2-row tiles, a partial last quad) equal the same rows of a larger n bit for bit; nvfp4
+ * (no GEMM) on its int8 gemv for every n. The GEMM's copy shows in qmm_weights_memory. */
 static void test_batch_invariant_auto(void **state) {
     (void)state;
     tu_rng r = tu_rng_make(0x5E);
     static const int64_t ns[] = {1, 2, 3, 5, 6, 8, 13};
     const int64_t m = 21, nmax = 33;
     int compared = 0;
+    int types[QMM_TYPE_COUNT + 1], ntypes = 0;
+    for (int ti = 0; ti < g_ntypes; ti++) types[ntypes++] = g_types[ti];
+    types[ntypes++] = QMM_TYPE_NVFP4;
+    if (!qmm_cpu_features_get()->avx_vnni) print_message("batch-invariant auto: no AVX-VNNI here: one kernel\n");
     for (int vnni_env = 0; vnni_env < 2; vnni_env++) {
         if (vnni_env) setenv("QMM_CPU_AVX_VNNI", "0", 1);
         qmm_context *ctx = ctx_at("avx2", QMM_FLAG_BATCH_INVARIANT);
         unsetenv("QMM_CPU_AVX_VNNI");
         const bool vnni = qmm_cpu_features_get()->avx_vnni && !vnni_env;
-        for (int ti = 0; ti < g_ntypes; ti++) {
-            const int t = g_types[ti];
-            const int64_t k = block_of(t) == 32 ? 9 * 32 : 2 * 256, ldx = k + 1;
+        for (int ti = 0; ti < ntypes; ti++) {
+            const int t = types[ti];
+            const bool gemm = qmm_x86_gemm_int8_avx2_has_type((qmm_type)t);
+            const char *want = gemm ? (vnni ? "int8_avx2_gemm_vnni" : "int8_avx2_gemm")
+                                    : (vnni ? "int8_avxvnni_gemv" : "int8_avx2_gemv");
+            const int64_t k = block_of(t) == 32 ? 9 * 32 : block_of(t) == 16 ? 18 * 16 : 2 * 256, ldx = k + 1;
             size_t rb;
             unsigned char *w = make_rows(t, m, k, W_QUANT, &r, &rb);
             float *x = malloc(sizeof(float) * (size_t)(nmax * ldx));
@@ -467,11 +475,22 @@ static void test_batch_invariant_auto(void **state) {
                 run_api(ctx, QMM_STRATEGY_AUTO, t, m, k, w, rb, ns[ni], x, ldx, y, &p);
                 assert_int_equal(p.strategy, QMM_STRATEGY_INT8);
                 assert_int_equal(p.precision, QMM_PRECISION_INT8);
-                assert_string_equal(p.kernel, vnni ? "int8_avx2_gemm_vnni" : "int8_avx2_gemm");
+                assert_string_equal(p.kernel, want);
                 if (!tu_bits_equal(base, m, y, m, ns[ni], m))
                     fail_msg("%s n=%lld (%s): rows differ from n = %lld", qmm_type_name((qmm_type)t),
                              (long long)ns[ni], p.kernel, (long long)nmax);
                 compared++;
+            }
+            if (gemm) { /* the GEMM's 8-row copy, made by the calls above, is reported */
+                qmm_weights *wt = NULL;
+                assert_int_equal(qmm_weights_create(ctx, (qmm_type)t, m, k, w, rb, &wt), QMM_OK);
+                assert_int_equal(qmm_context_set_strategy(ctx, QMM_STRATEGY_AUTO), QMM_OK);
+                assert_int_equal(qmm_matmul(ctx, wt, 1, x, ldx, y, m), QMM_OK);
+                qmm_weights_memory_info mi;
+                assert_int_equal(qmm_weights_memory(wt, &mi), QMM_OK);
+                assert_true(mi.int8_bytes >= qmm_x86_gemm_int8_avx2_packed_bytes((qmm_type)t, m, k));
+                assert_true(mi.total_bytes >= mi.gguf_bytes + mi.int8_bytes);
+                qmm_weights_free(wt);
             }
             free(x);
             free(base);

@@ -30,7 +30,7 @@
  * fused_portable at every n measured, 1..512, by 1.5-2x at n = 128..512 (fused_portable was then
  * the only fused path at avx2). Above 512, the same VM at QMM_CPU_ISA=avx2 QMM_CPU_AVX_VNNI=0
  * with fused_avx2, 2 threads, hot caches, every row verified:
- *   qmm bench --threads 2 --iters 5 --caches hot --types <the 14 int8 types>
+ *   qmm bench --threads 2 --iters 5 --warmup 1 --caches hot --types <the 14 int8 types>
  *             --shape 1024x1024,4608x1024 --n 1024,2048 --strategy int8,fused
  * (bench/results/spr-avx2-int8-vs-fused-large-n.json): int8 took 1.15-2.24x less time than
  * fused_avx2 on every point, so int8 runs every n (INT8_OPEN). gemv_max_n (gemv
@@ -209,6 +209,22 @@ qmm_cpu_auto_row qmm_cpu_auto_lookup(const qmm_cpu_auto_rows *tuned, qmm_cpu_isa
     for (size_t i = 0; i < sizeof auto_rows / sizeof auto_rows[0]; i++)
         if (auto_rows[i].isa == isa && auto_rows[i].type == type) return auto_rows[i];
     return default_row(isa, type);
+}
+
+const char *qmm_cpu_auto_compiled_name_bi(qmm_cpu_isa isa) {
+    static const char *const names[QMM_CPU_ISA_COUNT] = {
+        "compiled-in table for generic (batch-invariant: its choice at n = 2^30, every n)",
+#if defined(QMM_ARCH_X86_64)
+        "compiled-in table for avx2 (batch-invariant: its choice at n = 2^30, every n)",
+        "compiled-in table for avx512 (batch-invariant: its choice at n = 2^30, every n)",
+        "compiled-in table for amx (batch-invariant: its choice at n = 2^30, every n)",
+#elif defined(QMM_ARCH_AARCH64)
+        "compiled-in table for neon (batch-invariant: its choice at n = 2^30, every n)",
+        "compiled-in table for dotprod (batch-invariant: its choice at n = 2^30, every n)",
+        "compiled-in table for i8mm (batch-invariant: its choice at n = 2^30, every n)",
+#endif
+    };
+    return (int)isa >= 0 && isa < QMM_CPU_ISA_COUNT ? names[isa] : "compiled-in table (batch-invariant)";
 }
 
 const char *qmm_cpu_auto_compiled_name(qmm_cpu_isa isa) {

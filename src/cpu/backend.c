@@ -10,6 +10,10 @@
 
 #include "core/tuning.h"
 #include "cpu/cpu_internal.h"
+
+/* What qmm_path.auto_table adds in a batch-invariant context (cpu_resolve's rule). */
+#define BI_NOTE(ctx) \
+    (((ctx)->params.flags & QMM_FLAG_BATCH_INVARIANT) ? " (batch-invariant: its choice at n = 2^30, every n)" : "")
 #if defined(QMM_ARCH_X86_64)
 #include "cpu/x86/x86_backend.h"
 #endif
@@ -178,12 +182,12 @@ static qmm_status cpu_context_init(qmm_context *ctx) {
     qmm_status tune_status = qmm_tuning_load(ctx->params.tune_file, &ident,
                                              qmm_cpu_auto_rows_parse, &st->tuned, &ctx->tuning);
     if (tune_status == QMM_OK && ctx->tuning.state == QMM_TUNING_APPLIED) {
-        const size_t len = strlen(ctx->tuning.path) + sizeof "tuning file ";
+        const size_t len = strlen(ctx->tuning.path) + sizeof "tuning file " + strlen(BI_NOTE(ctx));
         st->tuned_name = malloc(len);
         if (st->tuned_name == NULL)
             tune_status = qmm_error(QMM_ERR_OUT_OF_MEMORY, "CPU context: out of memory");
         else
-            snprintf(st->tuned_name, len, "tuning file %s", ctx->tuning.path);
+            snprintf(st->tuned_name, len, "tuning file %s%s", ctx->tuning.path, BI_NOTE(ctx));
     }
     if (tune_status != QMM_OK) {
         qmm_cpu_auto_rows_free(&st->tuned);
@@ -329,7 +333,10 @@ static const char *cpu_auto_table(const qmm_context *ctx, const qmm_weights *w, 
     const qmm_cpu_state *st = ctx->backend;
     bool from_file = false;
     qmm_cpu_auto_lookup(&st->tuned, st->isa, w->type, w->m, w->k, &from_file);
-    return from_file ? st->tuned_name : qmm_cpu_auto_compiled_name(st->isa);
+    /* batch-invariant: the row's prefill choice at every n (cpu_resolve), said beside the name */
+    if (from_file) return st->tuned_name;
+    return (ctx->params.flags & QMM_FLAG_BATCH_INVARIANT) ? qmm_cpu_auto_compiled_name_bi(st->isa)
+                                                          : qmm_cpu_auto_compiled_name(st->isa);
 }
 
 static qmm_status cpu_matmul(qmm_context *ctx, const qmm_weights *w, qmm_strategy strategy,

@@ -79,6 +79,8 @@ qmm_cpu_auto_row qmm_cpu_auto_lookup(const qmm_cpu_auto_rows *tuned, qmm_cpu_isa
                                      qmm_type type, int64_t m, int64_t k, bool *from_file);
 /* "compiled-in table for <level>" (static storage). */
 const char *qmm_cpu_auto_compiled_name(qmm_cpu_isa isa);
+/* The same name with the batch-invariant rule said (cpu_resolve). */
+const char *qmm_cpu_auto_compiled_name_bi(qmm_cpu_isa isa);
 /* The tuning file's rows parser (a qmm_tuning_rows_fn, core/tuning.h; `out` is a
  * qmm_cpu_auto_rows, whose rows' isa the caller sets), and freeing what it made. */
 struct cJSON;

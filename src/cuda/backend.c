@@ -104,6 +104,7 @@ static qmm_status init_state(qmm_context *ctx, qmm_cuda_context *c) {
     CU(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, c->device), "cudaDeviceGetAttribute");
     c->cc = 10 * major + minor;
     CU(cudaMalloc((void **)&c->flag, sizeof(int)), "cudaMalloc(flag)");
+    qmm_cuda_half_probe(); /* whether fused's wgmma kernels can run on this device */
     CU(cudaEventCreate(&c->timer_start), "cudaEventCreate");
     CU(cudaEventCreate(&c->timer_stop), "cudaEventCreate");
     return QMM_OK;

@@ -311,6 +311,11 @@ int qmm_cuda_half_configs(void);
 int qmm_cuda_half_config_wgmma(int cfg);
 /* Whether the wgmma configurations run on the current device (sm_90a code on a 9.0 GPU). */
 int qmm_cuda_half_wgmma_available(void);
+/* Whether it must (a build whose only sm_90 code is sm_90a, on a 9.0 device): for the tests. */
+int qmm_cuda_half_wgmma_expected(void);
+/* Reads, once per device, which code of half.cu the current device loaded (whether wgmma can
+ * run there); called at context creation (a synchronous copy: never inside a capture). */
+void qmm_cuda_half_probe(void);
 
 /* Test aid: spin for about `ns` nanoseconds on the device, then copy count floats src -> dst.
  * Used to check that qmm_matmul waits for earlier work on the caller's stream. */

@@ -54,27 +54,31 @@
  * X: f32 rows -> f16 (RNE) in the permuted column order, n_pad x k_pad, padding zero.
  * ------------------------------------------------------------------------------------- */
 
-/* Thread (row j, group c of 16 columns): position p < 8 <- column 16c + 2p, p >= 8 <- 16c +
- * 2(p - 8) + 1. */
+/* Thread (row j, quarter q of the group c of 16 columns: columns 16c + 4q .. + 3): columns 4q
+ * and 4q + 2 go to positions 2q, 2q + 1 (word q of the group), columns 4q + 1 and 4q + 3 to
+ * 8 + 2q, 9 + 2q (word 4 + q): position p < 8 <- column 16c + 2p, p >= 8 <- 16c + 2(p - 8) + 1.
+ * vec: X rows 16-byte aligned (x and ldx), so a quarter inside k is one float4 load and a
+ * warp reads 512 contiguous bytes of a row per load. Both loads give the same floats. */
 __global__ void h16_x_kernel(const float *__restrict__ x, int64_t n, int64_t n_pad, int64_t k, int64_t ldx,
-                             int64_t k_pad, uint16_t *__restrict__ dst) {
-    const int64_t groups = k_pad / 16, total = n_pad * groups;
+                             int64_t k_pad, int vec, uint16_t *__restrict__ dst) {
+    const int64_t quarters = k_pad / 4, total = n_pad * quarters;
     for (int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; idx < total;
          idx += (int64_t)gridDim.x * blockDim.x) {
-        const int64_t j = idx / groups, c = idx - j * groups;
-        uint32_t h[8];
-        uint16_t v[16];
-#pragma unroll
-        for (int p = 0; p < 16; p++) {
-            const int64_t col = 16 * c + (p < 8 ? 2 * p : 2 * (p - 8) + 1);
-            const float f = j < n && col < k ? x[j * ldx + col] : 0.0f;
-            v[p] = __half_as_ushort(__float2half_rn(f));
+        const int64_t j = idx / quarters, c4 = idx - j * quarters, col = 4 * c4;
+        float4 v;
+        if (vec && j < n && col + 4 <= k) {
+            v = __ldg((const float4 *)(x + j * ldx + col));
+        } else {
+            const bool in = j < n;
+            v.x = in && col < k ? x[j * ldx + col] : 0.0f;
+            v.y = in && col + 1 < k ? x[j * ldx + col + 1] : 0.0f;
+            v.z = in && col + 2 < k ? x[j * ldx + col + 2] : 0.0f;
+            v.w = in && col + 3 < k ? x[j * ldx + col + 3] : 0.0f;
         }
-#pragma unroll
-        for (int p = 0; p < 8; p++) h[p] = (uint32_t)v[2 * p] | (uint32_t)v[2 * p + 1] << 16;
-        uint4 *d = (uint4 *)(dst + j * k_pad + 16 * c);
-        d[0] = make_uint4(h[0], h[1], h[2], h[3]);
-        d[1] = make_uint4(h[4], h[5], h[6], h[7]);
+        const __half2 even = __floats2half2_rn(v.x, v.z), odd = __floats2half2_rn(v.y, v.w);
+        uint32_t *d = (uint32_t *)(dst + j * k_pad + 16 * (c4 >> 2)) + (c4 & 3);
+        memcpy(d, &even, 4);
+        memcpy(d + 4, &odd, 4);
     }
 }
 
@@ -200,6 +204,29 @@ template <int G, bool MIN, int FMT, int WM, int WN, int MI, int NI, int S> struc
                   "stage alignment, 64-row scale groups, X rows within n_pad, warp rows of 32 or 64");
 };
 
+/* The 16-byte copies of stage st's W tiles (one linear run) and W scales (and mins) into
+ * stage slot s, shared by both kernels (geometry Q: BM, NS, TB, W_BYTES, OFF_DW, OFF_MW;
+ * T threads). Fixed trip counts (unrolled). */
+template <class Q, bool MIN, int T>
+__device__ __forceinline__ void h16_copy_w_scales(uint8_t *s, const h16_args &a, int st, int64_t i0, int64_t mt16,
+                                                  int tid) {
+    constexpr int NWC = Q::W_BYTES / 16, NSC = Q::NS * Q::BM / 4 * (MIN ? 2 : 1);
+    const uint8_t *wb = a.wq + ((int64_t)st * mt16 + i0 / 16) * Q::TB + 16 * tid;
+#pragma unroll
+    for (int it = 0; it < (NWC + T - 1) / T; it++)
+        if (NWC % T == 0 || tid + it * T < NWC) i8_cp16(s + 16 * tid + 16 * T * it, wb + 16 * T * it);
+#pragma unroll
+    for (int it = 0; it < (NSC + T - 1) / T; it++) {
+        const int c = tid + it * T;
+        if (NSC % T == 0 || c < NSC) {
+            const bool mins = MIN && c >= NSC / 2;
+            const int cc = mins ? c - NSC / 2 : c, sub = cc / (Q::BM / 4), col = 4 * (cc % (Q::BM / 4));
+            const float *src = (mins ? a.wm : a.wd) + ((int64_t)st * Q::NS + sub) * a.m_pad + i0 + col;
+            i8_cp16(s + (mins ? Q::OFF_MW : Q::OFF_DW) + 4 * (sub * Q::BM + col), src);
+        }
+    }
+}
+
 template <int G, bool MIN, int FMT, int MODE, int WM, int WN, int MI, int NI, int S>
 __global__ void __launch_bounds__(32 * WM * WN) h16_gemm_kernel(const h16_args a) {
     typedef h16_geom<G, MIN, FMT, WM, WN, MI, NI, S> Q;
@@ -212,34 +239,21 @@ __global__ void __launch_bounds__(32 * WM * WN) h16_gemm_kernel(const h16_args a
     const int st0 = (int)blockIdx.z * a.sps, st1 = min(nst_all, st0 + a.sps);
     const int64_t mt16 = a.m_pad / 16;
 
-    /* The 16-byte copies of stage st into slot: W tiles (one linear run), X rows, W scales,
-     * W mins. Fixed trip counts (unrolled); addresses from a per-stage base plus offsets that
-     * are constants or formed once per thread (no per-copy registers). */
-    constexpr int T = Q::THREADS, NWC = Q::W_BYTES / 16, NXC = Q::BN * 8, NSC = Q::NS * Q::BM / 4 * (MIN ? 2 : 1);
+    /* The 16-byte copies of stage st into slot: W tiles and scales (h16_copy_w_scales), X rows.
+     * Addresses from a per-stage base plus offsets that are constants or formed once per
+     * thread (no per-copy registers). */
+    constexpr int T = Q::THREADS, NXC = Q::BN * 8;
     static_assert(T % 8 == 0, "whole X rows per pass");
     const int64_t xrow = 2 * a.k_pad, xstep = (T / 8) * xrow; /* bytes per X row, per pass */
     const uint8_t *const xsrc = (const uint8_t *)(a.x16 + j0 * a.k_pad) + (tid >> 3) * xrow + 16 * (tid & 7);
     const int xdst = Q::OFF_X + (tid >> 3) * H16_XROW + 16 * (tid & 7);
     auto load = [&](int slot, int st) {
         uint8_t *s = h16_smem + slot * Q::STAGE;
-        const uint8_t *wb = a.wq + ((int64_t)st * mt16 + i0 / 16) * Q::TB + 16 * tid;
-#pragma unroll
-        for (int it = 0; it < (NWC + T - 1) / T; it++)
-            if (NWC % T == 0 || tid + it * T < NWC) i8_cp16(s + 16 * tid + 16 * T * it, wb + 16 * T * it);
+        h16_copy_w_scales<Q, MIN, T>(s, a, st, i0, mt16, tid);
         const uint8_t *xb = xsrc + 2 * H16_BK * (int64_t)st;
 #pragma unroll
         for (int it = 0; it < (NXC + T - 1) / T; it++)
             if (NXC % T == 0 || tid + it * T < NXC) i8_cp16(s + xdst + it * (T / 8) * H16_XROW, xb + it * xstep);
-#pragma unroll
-        for (int it = 0; it < (NSC + T - 1) / T; it++) {
-            const int c = tid + it * T;
-            if (NSC % T == 0 || c < NSC) {
-                const bool mins = MIN && c >= NSC / 2;
-                const int cc = mins ? c - NSC / 2 : c, sub = cc / (Q::BM / 4), col = 4 * (cc % (Q::BM / 4));
-                const float *src = (mins ? a.wm : a.wd) + ((int64_t)st * Q::NS + sub) * a.m_pad + i0 + col;
-                i8_cp16(s + (mins ? Q::OFF_MW : Q::OFF_DW) + 4 * (sub * Q::BM + col), src);
-            }
-        }
     };
 
     float acc[MI][NI][4];
@@ -421,29 +435,16 @@ __global__ void __launch_bounds__(128 * WGM) h16_wg_kernel(const h16_args a) {
 
     /* copy c of the X rows: token 8 (c / 64) + c % 8, columns 8 ((c / 8) % 8) .. + 7 of the
      * stage, to byte 16 c of the slot's X (its core matrix (c / 64, (c / 8) % 8), row c % 8) */
-    constexpr int T = Q::THREADS, NWC = Q::W_BYTES / 16, NXC = BN * 8, NSC = Q::NS * Q::BM / 4 * (MIN ? 2 : 1);
+    constexpr int T = Q::THREADS, NXC = BN * 8;
     auto load = [&](int slot, int st) {
         uint8_t *s = h16_wg_smem + slot * Q::STAGE;
-        const uint8_t *wb = a.wq + ((int64_t)st * mt16 + i0 / 16) * Q::TB + 16 * tid;
-#pragma unroll
-        for (int it = 0; it < (NWC + T - 1) / T; it++)
-            if (NWC % T == 0 || tid + it * T < NWC) i8_cp16(s + 16 * tid + 16 * T * it, wb + 16 * T * it);
+        h16_copy_w_scales<Q, MIN, T>(s, a, st, i0, mt16, tid);
 #pragma unroll
         for (int it = 0; it < (NXC + T - 1) / T; it++) {
             const int c = tid + it * T;
             if (NXC % T == 0 || c < NXC) {
                 const int64_t tok = j0 + 8 * (c >> 6) + (c & 7);
                 i8_cp16(s + Q::OFF_X + 16 * c, a.x16 + tok * a.k_pad + H16_BK * (int64_t)st + 8 * ((c >> 3) & 7));
-            }
-        }
-#pragma unroll
-        for (int it = 0; it < (NSC + T - 1) / T; it++) {
-            const int c = tid + it * T;
-            if (NSC % T == 0 || c < NSC) {
-                const bool mins = MIN && c >= NSC / 2;
-                const int cc = mins ? c - NSC / 2 : c, sub = cc / (Q::BM / 4), col = 4 * (cc % (Q::BM / 4));
-                const float *src = (mins ? a.wm : a.wd) + ((int64_t)st * Q::NS + sub) * a.m_pad + i0 + col;
-                i8_cp16(s + (mins ? Q::OFF_MW : Q::OFF_DW) + 4 * (sub * Q::BM + col), src);
             }
         }
     };
@@ -460,8 +461,15 @@ __global__ void __launch_bounds__(128 * WGM) h16_wg_kernel(const h16_args a) {
         if (st0 + i < st1) load(i, st0 + i);
         i8_commit();
     }
-    for (int st = st0; st < st1; st++) {
+    /* One stage with A fragments `A`. Its MMAs stay in flight past the next stage's decode
+     * (wait_group 1), so consecutive stages write two register sets (A0, A1): a set is
+     * written again only after the group that read it is complete (PTX: the registers of
+     * an in-flight wgmma must not be modified). */
+    auto step = [&](int st, uint32_t (&A)[4][4]) {
         i8_wait<S - 3>();
+        /* this thread's cp.async writes (generic proxy) made visible to wgmma's reads (async
+         * proxy), then the barrier for the other threads' */
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
         __syncthreads(); /* stage st landed; every warpgroup's MMAs of stage st - 2 are done */
         if (st + S - 2 < st1) load((st - st0 + S - 2) % S, st + S - 2);
         i8_commit();
@@ -479,7 +487,6 @@ __global__ void __launch_bounds__(128 * WGM) h16_wg_kernel(const h16_args a) {
             }
         }
         const bool two = 2 * st + 1 < a.nblk; /* else the second 32-block is the padding of an odd nblk */
-        uint32_t A[4][4];
         float dw[2], mw[2] = {0.0f, 0.0f};
         uint32_t d2[2] = {0, 0};
 #pragma unroll
@@ -510,6 +517,11 @@ __global__ void __launch_bounds__(128 * WGM) h16_wg_kernel(const h16_args a) {
         asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
         h16_wg_pin(acc);
         asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+    };
+    uint32_t A0[4][4], A1[4][4];
+    for (int st = st0; st < st1; st += 2) {
+        step(st, A0);
+        if (st + 1 < st1) step(st + 1, A1);
     }
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
     h16_wg_pin(acc);
@@ -525,7 +537,7 @@ __global__ void __launch_bounds__(128 * WGM) h16_wg_kernel(const h16_args a) {
             if (i < a.m && j < a.nc) out[j * a.ldo + i] = acc[4 * ni + e];
         }
 #else
-    __trap(); /* never launched: h16_wg_available() is false without sm_90a code */
+    __trap(); /* never launched: h16_wg_available() is false where this code is loaded */
 #endif
 }
 
@@ -659,29 +671,65 @@ template <int T> struct h16_mode_of {
     static void run(int *mode) { *mode = h16_mode<T>::v; }
 };
 
+/* 1 in the sm_90a code of this file, 0 in any other: which code the device loaded, read once
+ * per device (qmm_cuda_half_probe, at context creation: a copy from the device, so never
+ * during a graph capture). An architecture list with both 90 and 90a holds two sm_90 codes;
+ * the flag says which of them the driver chose. */
+__device__ int h16_wg_code =
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    1;
+#else
+    0;
+#endif
+
+/* per device: 0 not probed, 1 available, -1 not; written at context creation, read by any
+ * thread (relaxed atomics: a stale 0 only means "not available" for that call) */
+static signed char h16_wg_state[64];
+
 /* Whether the wgmma configurations can run: a build with sm_90a code (CMake defines
- * QMM_CUDA_WGMMA when CMAKE_CUDA_ARCHITECTURES holds 90a) on a device of compute capability
- * 9.0, which loads that code (sm_90a code runs on no other). Cached per device. */
-static bool h16_wg_available(void) {
+ * QMM_CUDA_WGMMA when CMAKE_CUDA_ARCHITECTURES holds 90a) whose loaded code on the current
+ * device is the sm_90a one (h16_wg_code; sm_90a code runs on compute capability 9.0 only). */
+extern "C" void qmm_cuda_half_probe(void) {
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64 ||
+        __atomic_load_n(&h16_wg_state[dev], __ATOMIC_RELAXED) != 0)
+        return;
+    int code = 0;
 #if defined(QMM_CUDA_WGMMA)
-    static signed char cached[64];
+    const cudaError_t e = cudaMemcpyFromSymbol(&code, h16_wg_code, sizeof code);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError(); /* not left behind for the caller */
+        /* no code of this file for the device: not available for good; any other failure
+         * (out of memory while loading, a capture in progress): probed again next time */
+        if (e != cudaErrorNoKernelImageForDevice && e != cudaErrorInvalidDeviceFunction &&
+            e != cudaErrorInvalidSymbol)
+            return;
+        code = 0;
+    }
+#endif
+    __atomic_store_n(&h16_wg_state[dev], (signed char)(code == 1 ? 1 : -1), __ATOMIC_RELAXED);
+}
+
+/* Not probed on this device (no context made on it): not available. */
+static bool h16_wg_available(void) {
     int dev = 0;
     if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return false;
-    if (cached[dev] == 0) {
-        int major = 0, minor = 0;
-        const bool ok = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
-                        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess &&
-                        major == 9 && minor == 0;
-        cached[dev] = ok ? 1 : -1;
-    }
-    return cached[dev] > 0;
-#else
-    return false;
-#endif
+    return __atomic_load_n(&h16_wg_state[dev], __ATOMIC_RELAXED) > 0;
 }
 
 extern "C" int qmm_cuda_half_configs(void) { return H16_NCFG; }
 extern "C" int qmm_cuda_half_wgmma_available(void) { return h16_wg_available() ? 1 : 0; }
+extern "C" int qmm_cuda_half_wgmma_expected(void) {
+#if defined(QMM_CUDA_WGMMA_SOLE)
+    int dev = 0, major = 0, minor = 0;
+    return cudaGetDevice(&dev) == cudaSuccess &&
+           cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
+           cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess && major == 9 &&
+           minor == 0;
+#else
+    return 0;
+#endif
+}
 extern "C" int qmm_cuda_half_config_wgmma(int cfg) { return cfg >= 0 && cfg < H16_NCFG ? k_h16_cfg[cfg].wg : -1; }
 
 /* The configuration and split with the least modelled time: per SM, the larger of its share
@@ -752,9 +800,10 @@ extern "C" cudaError_t qmm_cuda_half_matmul(int type, const void *wq, const floa
     for (int64_t t0 = 0; t0 < n; t0 += QMM_CUDA_X_CHUNK) {
         const int64_t nc = n - t0 < QMM_CUDA_X_CHUNK ? n - t0 : QMM_CUDA_X_CHUNK;
         const int64_t n_pad = qmm_cuda_int8_pad(nc);
-        const int64_t total = n_pad * (k_pad / 16), tb = 256;
+        const int64_t total = n_pad * (k_pad / 4), tb = 256;
         const int64_t blocks = (total + tb - 1) / tb < 65535 * 8 ? (total + tb - 1) / tb : 65535 * 8;
-        h16_x_kernel<<<(unsigned)blocks, (unsigned)tb, 0, stream>>>(x + t0 * ldx, nc, n_pad, k, ldx, k_pad, x16);
+        const int vec = (uintptr_t)x % 16 == 0 && ldx % 4 == 0;
+        h16_x_kernel<<<(unsigned)blocks, (unsigned)tb, 0, stream>>>(x + t0 * ldx, nc, n_pad, k, ldx, k_pad, vec, x16);
         cudaError_t e = cudaGetLastError();
         if (e != cudaSuccess) return e;
         int cfg = 0, split = 1;

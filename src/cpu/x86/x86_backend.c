@@ -109,6 +109,7 @@ void qmm_cpu_x86_weights_memory(const qmm_weights *w, qmm_weights_memory_info *o
         out->int8_bytes += round64((size_t)xw->int8.m_pad * (size_t)xw->int8.k) + scales +
                            (xw->int8.mn != NULL ? scales : 0);
     }
+    if (xw->x8.data != NULL) out->int8_bytes += round64(xw->x8.bytes); /* the AVX2 int8 GEMM's copy */
 }
 
 bool qmm_cpu_x86_fused_amx_has_type(qmm_type type) { return type != QMM_TYPE_F32; }
