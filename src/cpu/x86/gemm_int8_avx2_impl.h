@@ -48,6 +48,9 @@
 #include "cpu/x86/gemm_int8_avx2_layout.h"
 
 #define X8_INLINE static inline __attribute__((always_inline))
+#ifndef X8_PF
+#define X8_PF 8
+#endif
 
 /* A broadcast of the int32 (or float) at p (vpbroadcastd from memory). */
 X8_INLINE __m256i x8_bcast_i(const unsigned char *p) {
@@ -201,6 +204,8 @@ X8_INLINE void tile(const unsigned char *wg, size_t rb, size_t qb, const unsigne
     for (int j = 0; j < nx; j++) acc[j] = _mm256_setzero_ps();
     for (int64_t c = 0; c < kc; c++) {
         const unsigned char *wr = wg + (size_t)c * rb, *meta = wr + qb;
+        if (nx == 1) /* decode sizes: W streams from memory; ask for it PF records ahead */
+            for (size_t o = 0; o < rb; o += 64) _mm_prefetch((const char *)(wr + X8_PF * rb + o), _MM_HINT_T0);
         const unsigned char *xr = xq + (size_t)c * QMM_X8_XREC;
         __m256i ia[4];
         if (k16_pairs == 0) dot32(wr, xr, kind, nib, lut, tbl, nx, ia);
