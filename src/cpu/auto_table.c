@@ -211,22 +211,6 @@ qmm_cpu_auto_row qmm_cpu_auto_lookup(const qmm_cpu_auto_rows *tuned, qmm_cpu_isa
     return default_row(isa, type);
 }
 
-const char *qmm_cpu_auto_compiled_name_bi(qmm_cpu_isa isa) {
-    static const char *const names[QMM_CPU_ISA_COUNT] = {
-        "compiled-in table for generic (batch-invariant: its choice at n = 2^30, every n)",
-#if defined(QMM_ARCH_X86_64)
-        "compiled-in table for avx2 (batch-invariant: its choice at n = 2^30, every n)",
-        "compiled-in table for avx512 (batch-invariant: its choice at n = 2^30, every n)",
-        "compiled-in table for amx (batch-invariant: its choice at n = 2^30, every n)",
-#elif defined(QMM_ARCH_AARCH64)
-        "compiled-in table for neon (batch-invariant: its choice at n = 2^30, every n)",
-        "compiled-in table for dotprod (batch-invariant: its choice at n = 2^30, every n)",
-        "compiled-in table for i8mm (batch-invariant: its choice at n = 2^30, every n)",
-#endif
-    };
-    return (int)isa >= 0 && isa < QMM_CPU_ISA_COUNT ? names[isa] : "compiled-in table (batch-invariant)";
-}
-
 const char *qmm_cpu_auto_compiled_name(qmm_cpu_isa isa) {
     static const char *const names[QMM_CPU_ISA_COUNT] = {
         "compiled-in table for generic",

@@ -189,8 +189,18 @@ static qmm_status cpu_context_init(qmm_context *ctx) {
         else
             snprintf(st->tuned_name, len, "tuning file %s%s", ctx->tuning.path, BI_NOTE(ctx));
     }
+    if (tune_status == QMM_OK) { /* the compiled-in table's name, with the rule's note */
+        const char *base = qmm_cpu_auto_compiled_name(st->isa);
+        const size_t len = strlen(base) + strlen(BI_NOTE(ctx)) + 1;
+        st->compiled_name = malloc(len);
+        if (st->compiled_name == NULL)
+            tune_status = qmm_error(QMM_ERR_OUT_OF_MEMORY, "CPU context: out of memory");
+        else
+            snprintf(st->compiled_name, len, "%s%s", base, BI_NOTE(ctx));
+    }
     if (tune_status != QMM_OK) {
         qmm_cpu_auto_rows_free(&st->tuned);
+        free(st->tuned_name);
         free(st);
         free(slots);
         return tune_status;
@@ -214,6 +224,7 @@ static void cpu_context_release(qmm_context *ctx) {
     free(st->shared.ptr);
     qmm_cpu_auto_rows_free(&st->tuned);
     free(st->tuned_name);
+    free(st->compiled_name);
     free(st);
     ctx->backend = NULL;
 }
@@ -334,9 +345,7 @@ static const char *cpu_auto_table(const qmm_context *ctx, const qmm_weights *w, 
     bool from_file = false;
     qmm_cpu_auto_lookup(&st->tuned, st->isa, w->type, w->m, w->k, &from_file);
     /* batch-invariant: the row's prefill choice at every n (cpu_resolve), said beside the name */
-    if (from_file) return st->tuned_name;
-    return (ctx->params.flags & QMM_FLAG_BATCH_INVARIANT) ? qmm_cpu_auto_compiled_name_bi(st->isa)
-                                                          : qmm_cpu_auto_compiled_name(st->isa);
+    return from_file ? st->tuned_name : st->compiled_name;
 }
 
 static qmm_status cpu_matmul(qmm_context *ctx, const qmm_weights *w, qmm_strategy strategy,

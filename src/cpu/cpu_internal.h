@@ -79,8 +79,6 @@ qmm_cpu_auto_row qmm_cpu_auto_lookup(const qmm_cpu_auto_rows *tuned, qmm_cpu_isa
                                      qmm_type type, int64_t m, int64_t k, bool *from_file);
 /* "compiled-in table for <level>" (static storage). */
 const char *qmm_cpu_auto_compiled_name(qmm_cpu_isa isa);
-/* The same name with the batch-invariant rule said (cpu_resolve). */
-const char *qmm_cpu_auto_compiled_name_bi(qmm_cpu_isa isa);
 /* The tuning file's rows parser (a qmm_tuning_rows_fn, core/tuning.h; `out` is a
  * qmm_cpu_auto_rows, whose rows' isa the caller sets), and freeing what it made. */
 struct cJSON;
@@ -149,6 +147,7 @@ typedef struct qmm_cpu_state {
     qmm_cpu_isa isa;            /* ISA level, chosen at creation (QMM_CPU_ISA or best) */
     qmm_cpu_auto_rows tuned;    /* rows of the tuning file in use (count 0: none) */
     char *tuned_name;           /* "tuning file PATH" when rows came from one, else NULL */
+    char *compiled_name;        /* the compiled-in table's name (with the batch-invariant note) */
     bool avx_vnni;              /* the AVX-VNNI kernels may run (qmm_cpu_avx_vnni_select) */
 } qmm_cpu_state;
 
