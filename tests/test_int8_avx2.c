@@ -198,7 +198,7 @@ static void model(const qmm_x86_int8_x8 *p, int64_t n, const float *x, int64_t l
     float *dx = malloc(sizeof(float) * (size_t)kc), *sx = malloc(sizeof(float) * (size_t)kc);
     assert_true(q && dx && sx);
     for (int64_t j = 0; j < n; j++) {
-        qmm_x86_int8_quantize_row(x + j * ldx, k, q, dx, sx, 1);
+        qmm_x86_int8_quantize_row_generic(x + j * ldx, k, q, dx, sx, 1);
         for (int64_t i = 0; i < p->m; i++) {
             const int r = (int)(i % 8);
             const unsigned char *recs = p->data + (size_t)(i / 8) * (size_t)kc * p->rec_bytes;

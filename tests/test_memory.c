@@ -23,6 +23,7 @@
 
 #include <cmocka.h>
 
+#include "cpu/x86/gemm_int8_avx2.h"
 #include "cpu/x86/x86_kernels.h"
 #include "qmm.h"
 #include "test_util.h"
@@ -110,6 +111,10 @@ static void test_cpu_memory_per_strategy(void **state) {
                 const size_t m_pad = (size_t)round_up(m, 16);
                 const size_t scales = round64(m_pad * (size_t)(k / 32) * sizeof(float));
                 int8 = round64(m_pad * (size_t)k) + scales + (tw.type == QMM_TYPE_Q4_K ? scales : 0);
+            } else if (strncmp(ki, "int8_avx2_gemm", strlen("int8_avx2_gemm")) == 0) {
+                /* the AVX2 int8 GEMM's interleaved copy (gemm_int8_avx2_layout.h) */
+                int8 = round64(qmm_x86_gemm_int8_avx2_packed_bytes(tw.type, m, k));
+                assert_true(int8 > 0);
             }
             check_memory(w, gguf, bf16, int8, ki);
         }
