@@ -71,9 +71,10 @@ static int cmp_double(const void *a, const void *b) {
     } while (0)
 
 /* The strategies timed per case (--strategies), in this order. */
-static qmm_strategy g_strategies[8] = {QMM_STRATEGY_GEMV, QMM_STRATEGY_DEQUANT_SGEMM, QMM_STRATEGY_CACHED_F16,
-                                       QMM_STRATEGY_FUSED, QMM_STRATEGY_FP8, QMM_STRATEGY_INT8, QMM_STRATEGY_AUTO};
-static int g_n_strategies = 7;
+static qmm_strategy g_strategies[QMM_STRATEGY_COUNT] = {
+    QMM_STRATEGY_GEMV, QMM_STRATEGY_DEQUANT_SGEMM, QMM_STRATEGY_CACHED_F16, QMM_STRATEGY_DEQUANT_HGEMM,
+    QMM_STRATEGY_FUSED, QMM_STRATEGY_FP8, QMM_STRATEGY_INT8, QMM_STRATEGY_AUTO};
+static int g_n_strategies = 8;
 static int g_int8_sweep = 0, g_fused_sweep = 0, g_rotate_w = 1, g_int8_repack = 0;
 #define MAX_ROTATE 8
 
@@ -289,7 +290,7 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[i], "--types") == 0 && i + 1 < argc &&
                  (n_types = parse_list(argv[++i], 16, parse_type, types)) > 0) {
         } else if (strcmp(argv[i], "--strategies") == 0 && i + 1 < argc &&
-                   (g_n_strategies = parse_list(argv[++i], 8, parse_strategy, g_strategies)) > 0) {
+                   (g_n_strategies = parse_list(argv[++i], QMM_STRATEGY_COUNT, parse_strategy, g_strategies)) > 0) {
         } else if (strcmp(argv[i], "--ns") == 0 && i + 1 < argc &&
                    (n_ns = parse_list(argv[++i], 16, parse_n, ns)) > 0) {
         } else {

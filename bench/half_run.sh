@@ -15,12 +15,15 @@
 #   prefill   fused (its own choice), int8, cached_f16 for q4_0, q4_K, q6_K, q8_0 at n = 16, 64,
 #             512, 2048
 #   small     gemv, int8 and fused at n = 2, 4, 8, 9 (the gemv_max_n crossover of auto)
+#   hgemm     dequant_hgemm against fused, int8 and cached_f16 for q4_0, q4_K, q5_K, q6_K, q8_0
+#             at n = 16 .. 2048 (the hgemm_min_n crossover of auto)
 #   model     qmm bench --backend cuda: the whole LFM2.5-350M prefill (n = 512) under the default
 #             and unlimited cache policies, and the preset at n = 1, 512 (JSON in $OUT)
 #   peer      ggml_mmbench -B CUDA0 -G 100 on the same shapes, types and n
 #   ncu       Nsight Compute sections of the X conversion and GEMM kernels: q4_0 4608x1024 n = 512,
 #             1024x1024 n = 64, for each configuration in NCU_CFGS (default -1: the library's choice)
-#   sanitize  memcheck and racecheck over the quick fused-repack test (SAN_LIMIT s each, default 90)
+#   sanitize  memcheck and racecheck over the quick test SAN_FILTER (default test_fused_repack;
+#             SAN_TOOLS, default "memcheck racecheck"; SAN_LIMIT s each, default 90)
 #   full      the whole test_cuda, then test_conformance on the CUDA backend
 # HALF_END (a date +%s time, default 540 s from the start): a step starts only with 15 s left.
 set -uo pipefail
@@ -36,7 +39,7 @@ carried_bins
 
 if step tests; then
   for f in test_fused_repack test_residency_lazy test_graph_api test_cache_none test_cache_limit_unlimited \
-           test_auto_default_policy test_batch_invariant test_lazy_copy_oom; do
+           test_auto_default_policy test_batch_invariant test_lazy_copy_oom test_dequant_hgemm_chunks; do
     QMM_TEST_CUDA_FILTER="$f" timeout "$(lim 150)" "$T" > "$L/test_cuda_$f.log" 2>&1
     echo "test_cuda $f rc=$?"; summary "$L/test_cuda_$f.log" 6
   done
@@ -55,6 +58,11 @@ if step small; then
   timeout "$(lim 90)" "$B" --types q4_0,q4_K,q6_K,q8_0 --ns 2,4,8,9 --strategies gemv,int8,fused --no-decode \
     > "$L/bench_small.log" 2>&1
   echo "small rc=$?"; cat "$L/bench_small.log"
+fi
+if step hgemm; then
+  timeout "$(lim 150)" "$B" --types q4_0,q4_K,q5_K,q6_K,q8_0 --ns 16,32,64,128,256,512,2048 \
+    --strategies dequant_hgemm,fused,int8,cached_f16 --no-decode > "$L/bench_hgemm.log" 2>&1
+  echo "hgemm rc=$?"; cat "$L/bench_hgemm.log"
 fi
 if step model; then
   Q=$BINS/qmm
@@ -95,8 +103,8 @@ if step ncu; then
 fi
 if step sanitize; then
   CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-  for tool in memcheck racecheck; do
-    QMM_TEST_CUDA_QUICK=1 QMM_TEST_CUDA_FILTER='test_fused_repack' timeout "$(lim ${SAN_LIMIT:-90})" \
+  for tool in ${SAN_TOOLS:-memcheck racecheck}; do
+    QMM_TEST_CUDA_QUICK=1 QMM_TEST_CUDA_FILTER="${SAN_FILTER:-test_fused_repack}" timeout "$(lim ${SAN_LIMIT:-90})" \
       "$CS" --tool $tool --error-exitcode 99 "$T" > "$L/sanitizer_$tool.log" 2>&1
     echo "$tool rc=$?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED' "$L/sanitizer_$tool.log" | tr '\n' ' ')"
   done

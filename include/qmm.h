@@ -241,8 +241,9 @@ QMM_API qmm_status qmm_backend_check(qmm_backend backend);
  * the paths the context's qmm_cache_policy lets the weights hold memory for: with the default
  * policy gemv (class F32) while n x m x k is small, int8 (class INT8) for larger products up to
  * n = 8 (at n = 1 too: a 4096 x 14336 decode; on the GGUF bytes, no copy, for q4_0, q8_0, q4_K,
- * q5_K, q6_K), fused (class HALF) above; with
- * QMM_CACHE_UNLIMITED the same at n = 1 and cached_f16 above (docs/CUDA.md, "auto").
+ * q5_K, q6_K), fused (class HALF) above, and from n = 128 dequant_hgemm (class HALF; W
+ * dequantized to f16 per call, no copy kept); with QMM_CACHE_UNLIMITED the same at n = 1 and
+ * cached_f16 above (docs/CUDA.md, "auto").
  * qmm_matmul_path names the kernel and its class; force GEMV (exact, F32 class) or another
  * strategy when a class matters.
  */
@@ -255,10 +256,13 @@ typedef enum qmm_strategy {
     QMM_STRATEGY_DEQUANT_SGEMM = 5, /**< dequantize W to f32 scratch, then BLAS SGEMM */
     QMM_STRATEGY_CACHED_F16 = 6,    /**< W dequantized once to an f16 copy, HGEMM f32-acc (CUDA) */
     QMM_STRATEGY_FP8 = 7,           /**< E4M3 W and X with per-row scales, cuBLASLt (CUDA sm_89+) */
-    QMM_STRATEGY_COUNT = 8
+    QMM_STRATEGY_DEQUANT_HGEMM = 8, /**< W dequantized to f16 per call (bounded scratch, no copy
+                                         kept), HGEMM f32-acc: cached_f16's numerics (CUDA) */
+    QMM_STRATEGY_COUNT = 9
 } qmm_strategy;
 
-/** "auto", "ref", "gemv", "fused", "int8", "dequant_sgemm", "cached_f16", "fp8"; NULL if unknown. */
+/** "auto", "ref", "gemv", "fused", "int8", "dequant_sgemm", "cached_f16", "fp8", "dequant_hgemm";
+ *  NULL if unknown. */
 QMM_API const char *qmm_strategy_name(qmm_strategy strategy);
 /** Parse a strategy name. Errors: QMM_ERR_INVALID_ARGUMENT for NULL or unknown names. */
 QMM_API qmm_status qmm_strategy_from_name(const char *name, qmm_strategy *out);

@@ -72,8 +72,8 @@ static qmm_type k_types[QMM_TYPE_COUNT];
 static size_t N_TYPES;
 
 static const qmm_strategy k_strategies[] = {QMM_STRATEGY_GEMV, QMM_STRATEGY_DEQUANT_SGEMM,
-                                            QMM_STRATEGY_CACHED_F16, QMM_STRATEGY_FUSED,
-                                            QMM_STRATEGY_FP8, QMM_STRATEGY_INT8};
+                                            QMM_STRATEGY_CACHED_F16, QMM_STRATEGY_DEQUANT_HGEMM,
+                                            QMM_STRATEGY_FUSED, QMM_STRATEGY_FP8, QMM_STRATEGY_INT8};
 #define N_STRATEGIES (sizeof k_strategies / sizeof k_strategies[0])
 
 static bool quick(void) {
@@ -83,6 +83,7 @@ static bool quick(void) {
 
 /* fp8 needs sm_89+: elsewhere it must be refused (checked in test_bad_input) and is skipped. */
 static bool g_fp8;
+static int g_cc; /* compute capability 10*major + minor, for the auto row (qmm_cuda_auto_lookup) */
 static bool strategy_skipped(qmm_strategy s) { return s == QMM_STRATEGY_FP8 && !g_fp8; }
 
 /* int8 takes the types it has a repacker for (the descriptors' int8 flag: the legacy and
@@ -671,6 +672,8 @@ static void test_batch_invariant(void **state) {
     assert_int_equal(qmm_matmul_strategy(ctx, w, 64, &got), QMM_ERR_UNSUPPORTED);
     assert_int_equal(qmm_context_set_strategy(ctx, QMM_STRATEGY_CACHED_F16), QMM_OK);
     assert_int_equal(qmm_matmul_strategy(ctx, w, 64, &got), QMM_ERR_UNSUPPORTED);
+    assert_int_equal(qmm_context_set_strategy(ctx, QMM_STRATEGY_DEQUANT_HGEMM), QMM_OK);
+    assert_int_equal(qmm_matmul_strategy(ctx, w, 64, &got), QMM_ERR_UNSUPPORTED);
     assert_int_equal(qmm_context_set_strategy(ctx, QMM_STRATEGY_FP8), QMM_OK);
     assert_int_equal(qmm_matmul_strategy(ctx, w, 64, &got), QMM_ERR_UNSUPPORTED);
     free(base);
@@ -794,11 +797,15 @@ static void test_f16_range(void **state) {
     qmm_strategy got;
     QMM_OK_(qmm_context_set_strategy(ctx, QMM_STRATEGY_CACHED_F16));
     assert_int_equal(qmm_matmul_strategy(ctx, w, 32, &got), QMM_ERR_UNSUPPORTED);
+    QMM_OK_(qmm_context_set_strategy(ctx, QMM_STRATEGY_DEQUANT_HGEMM));
+    assert_int_equal(qmm_matmul_strategy(ctx, w, 32, &got), QMM_ERR_UNSUPPORTED);
     QMM_OK_(qmm_context_set_strategy(ctx, QMM_STRATEGY_FUSED));
     assert_int_equal(qmm_matmul_strategy(ctx, w, 32, &got), QMM_ERR_UNSUPPORTED);
     QMM_OK_(qmm_context_set_strategy(ctx, QMM_STRATEGY_AUTO));
     QMM_OK_(qmm_matmul_strategy(ctx, w, 32, &got));
     assert_true(is_f32_path(got));
+    QMM_OK_(qmm_matmul_strategy(ctx, w, 512, &got)); /* past hgemm_min_n too */
+    assert_true(is_f32_path(got) || got == QMM_STRATEGY_INT8);
     dev_io io;
     dev_io_make(ctx, &p, p.n_max, &io);
     dev_io_poison_y(ctx, &io);
@@ -814,7 +821,8 @@ static void test_f16_range(void **state) {
     /* a NaN element: every rounded path refused (the value check at creation), auto exact */
     wv[7] = NAN;
     QMM_OK_(qmm_weights_create(ctx, p.w.type, p.m, p.k, p.w.buf.data, p.w.row_stride, &w));
-    const qmm_strategy refused[] = {QMM_STRATEGY_CACHED_F16, QMM_STRATEGY_FUSED, QMM_STRATEGY_FP8};
+    const qmm_strategy refused[] = {QMM_STRATEGY_CACHED_F16, QMM_STRATEGY_DEQUANT_HGEMM, QMM_STRATEGY_FUSED,
+                                    QMM_STRATEGY_FP8};
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
         QMM_OK_(qmm_context_set_strategy(ctx, refused[i]));
         assert_int_equal(qmm_matmul_strategy(ctx, w, 32, &got), QMM_ERR_UNSUPPORTED);
@@ -878,8 +886,9 @@ static void test_residency_lazy(void **state) {
         dev_io io;
         dev_io_make(ctx, &p, p.n_max, &io);
         size_t f16 = 0, fp8 = 0, int8 = 0;
-        const qmm_strategy order[] = {QMM_STRATEGY_GEMV, QMM_STRATEGY_FUSED, QMM_STRATEGY_CACHED_F16,
-                                      QMM_STRATEGY_INT8, QMM_STRATEGY_FP8, QMM_STRATEGY_DEQUANT_SGEMM};
+        const qmm_strategy order[] = {QMM_STRATEGY_GEMV, QMM_STRATEGY_DEQUANT_HGEMM, QMM_STRATEGY_FUSED,
+                                      QMM_STRATEGY_CACHED_F16, QMM_STRATEGY_INT8, QMM_STRATEGY_FP8,
+                                      QMM_STRATEGY_DEQUANT_SGEMM};
         for (size_t si = 0; si < sizeof order / sizeof order[0]; si++) {
             const qmm_strategy s = order[si];
             if (strategy_skipped(s) || int8_refused(p.w.type, s)) continue;
@@ -947,14 +956,16 @@ static void test_cache_none(void **state) {
     for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++) {
         qmm_strategy got;
         QMM_OK_(qmm_matmul_strategy(ctx, w, ns[ni], &got));
-        if (got != QMM_STRATEGY_GEMV && got != QMM_STRATEGY_FUSED)
+        const bool hgemm = ns[ni] >= qmm_cuda_auto_lookup(g_cc, (int)p.w.type).hgemm_min_n;
+        if (hgemm ? got != QMM_STRATEGY_DEQUANT_HGEMM : got != QMM_STRATEGY_GEMV && got != QMM_STRATEGY_FUSED)
             fail_msg("auto under QMM_CACHE_NONE at n=%lld chose %s", (long long)ns[ni], qmm_strategy_name(got));
         dev_io_poison_y(ctx, &io);
         QMM_OK_(qmm_matmul(ctx, w, ns[ni], io.x, p.ldx, io.y, p.ldy));
         check_y(ctx, &p, &io, ns[ni], got, "auto, QMM_CACHE_NONE");
     }
     /* the paths that read the GGUF bytes run */
-    const qmm_strategy ok[] = {QMM_STRATEGY_GEMV, QMM_STRATEGY_FUSED, QMM_STRATEGY_DEQUANT_SGEMM};
+    const qmm_strategy ok[] = {QMM_STRATEGY_GEMV, QMM_STRATEGY_FUSED, QMM_STRATEGY_DEQUANT_SGEMM,
+                               QMM_STRATEGY_DEQUANT_HGEMM};
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
         QMM_OK_(qmm_context_set_strategy(ctx, ok[i]));
         dev_io_poison_y(ctx, &io);
@@ -994,13 +1005,16 @@ static void test_auto_default_policy(void **state) {
             if (got == QMM_STRATEGY_CACHED_F16 || got == QMM_STRATEGY_FP8 || got == QMM_STRATEGY_DEQUANT_SGEMM)
                 fail_msg("auto under the default policy chose %s for %s n=%lld", qmm_strategy_name(got),
                          qmm_type_name(t), (long long)ns[ni]);
-            /* 256 x 1024 stays below the sm_90 row's gemv bounds (4M against int8 on the GGUF rows) through n = 9 */
+            /* 256 x 1024 stays below the sm_90 row's gemv bounds (4M against int8 on the GGUF rows)
+             * through n = 9; from the row's hgemm_min_n on, dequant_hgemm (no copy) */
             const bool small = ns[ni] <= 9;
-            const qmm_strategy want = small ? QMM_STRATEGY_GEMV
+            const bool hgemm = ns[ni] >= qmm_cuda_auto_lookup(g_cc, (int)t).hgemm_min_n;
+            const qmm_strategy want = small   ? QMM_STRATEGY_GEMV
+                                      : hgemm ? QMM_STRATEGY_DEQUANT_HGEMM
                                       : t == QMM_TYPE_Q8_0 || t == QMM_TYPE_Q4_0 || t == QMM_TYPE_F16
                                           ? QMM_STRATEGY_FUSED
                                           : got;
-            if (!small && (t == QMM_TYPE_Q8_0 || t == QMM_TYPE_Q4_0)) { /* on the int8 repack */
+            if (!small && !hgemm && (t == QMM_TYPE_Q8_0 || t == QMM_TYPE_Q4_0)) { /* on the int8 repack */
                 qmm_path path;
                 QMM_OK_(qmm_matmul_path(ctx, w, ns[ni], &path));
                 if (strcmp(path.kernel, "fused_repack_mma_f16") != 0)
@@ -1267,6 +1281,48 @@ static void test_lazy_copy_oom(void **state) {
     qmm_weights_free(w);
     problem_free(&p);
     qmm_context_free(ctx);
+}
+
+/* dequant_hgemm where W's f16 rows exceed QMM_CUDA_STAGING_BYTES: W dequantized and multiplied
+ * by chunks of rows (the last one partial), Y written only in its m columns of each row (ldy
+ * padded), every output within the f16 paths' limits; the weights hold their GGUF bytes only,
+ * under every cache policy (QMM_CACHE_NONE included: no copy is made). */
+static void test_dequant_hgemm_chunks(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(0x4e6);
+    const qmm_cache_policy pol[] = {QMM_CACHE_DEFAULT, QMM_CACHE_NONE};
+    const struct {
+        qmm_type type;
+        int64_t m, k, n;
+    } cases[] = {{QMM_TYPE_Q4_K, 4099, 2560, 70}, {QMM_TYPE_Q8_0, 2049, 4352, 17}, {QMM_TYPE_Q5_0, 300, 512, 512}};
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        if (quick() && ci > 0) continue;
+        problem p;
+        problem_make(&p, cases[ci].type, cases[ci].m, cases[ci].k, cases[ci].n, &r);
+        for (size_t pi = 0; pi < sizeof pol / sizeof pol[0]; pi++) {
+            qmm_context *ctx = cuda_context_cache(0, NULL, pol[pi], 0.0);
+            qmm_weights *w = NULL;
+            QMM_OK_(qmm_weights_create(ctx, p.w.type, p.m, p.k, p.w.buf.data, p.w.row_stride, &w));
+            dev_io io;
+            dev_io_make(ctx, &p, p.n_max, &io);
+            QMM_OK_(qmm_context_set_strategy(ctx, QMM_STRATEGY_DEQUANT_HGEMM));
+            qmm_path path;
+            QMM_OK_(qmm_matmul_path(ctx, w, p.n_max, &path));
+            assert_string_equal(path.kernel, "dequant_f16_cublas");
+            assert_int_equal(path.precision, QMM_PRECISION_HALF);
+            for (int call = 0; call < 2; call++) {
+                const int64_t n = call == 0 ? p.n_max : 1;
+                dev_io_poison_y(ctx, &io);
+                QMM_OK_(qmm_matmul(ctx, w, n, io.x, p.ldx, io.y, p.ldy));
+                check_y(ctx, &p, &io, n, QMM_STRATEGY_DEQUANT_HGEMM, "dequant_hgemm by chunks of rows");
+            }
+            check_resident(w, 0, 0, 0, "dequant_hgemm");
+            dev_io_free(ctx, &io);
+            qmm_weights_free(w);
+            qmm_context_free(ctx);
+        }
+        problem_free(&p);
+    }
 }
 
 /* fused on the int8 repack (half.cu): for every type with a repacker, tail shapes (m not a
@@ -2132,7 +2188,7 @@ int main(void) {
     if (cudaGetDevice(&dev) == cudaSuccess &&
         cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
         cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess)
-        g_fp8 = 10 * major + minor >= 89;
+        g_fp8 = (g_cc = 10 * major + minor) >= 89;
     printf("test_cuda: device sm_%d%d, fp8 %s\n", major, minor, g_fp8 ? "tested" : "must be refused");
     for (int t = 0; t < QMM_TYPE_COUNT; t++)
         if (qmm_type_is_supported(t) && qmm_type_is_weight((qmm_type)t)) k_types[N_TYPES++] = (qmm_type)t;
@@ -2168,6 +2224,7 @@ int main(void) {
         cmocka_unit_test(test_cache_limit_unlimited),
         cmocka_unit_test(test_graph_api),
         cmocka_unit_test(test_lazy_copy_oom),
+        cmocka_unit_test(test_dequant_hgemm_chunks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

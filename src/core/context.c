@@ -16,6 +16,7 @@ static const char *const strategy_names[QMM_STRATEGY_COUNT] = {
     [QMM_STRATEGY_DEQUANT_SGEMM] = "dequant_sgemm",
     [QMM_STRATEGY_CACHED_F16] = "cached_f16",
     [QMM_STRATEGY_FP8] = "fp8",
+    [QMM_STRATEGY_DEQUANT_HGEMM] = "dequant_hgemm",
 };
 
 const char *qmm_strategy_name(qmm_strategy s) {
@@ -34,7 +35,7 @@ qmm_status qmm_strategy_from_name(const char *name, qmm_strategy *out) {
     }
     return qmm_error(QMM_ERR_INVALID_ARGUMENT,
                      "unknown strategy '%s' (expected auto, ref, gemv, fused, int8, "
-                     "dequant_sgemm, cached_f16 or fp8)", name);
+                     "dequant_sgemm, cached_f16, fp8 or dequant_hgemm)", name);
 }
 
 const char *qmm_backend_name(qmm_backend b) {

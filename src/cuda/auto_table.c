@@ -31,15 +31,24 @@
  *             --strategy gemv,int8,fused,cached_f16,fp8 --n 1,2,4,8,9,16,32,64,512
  * (`bench/gpu_run.sh auto_sweep`).
  */
+/*
+ * hgemm_min_n: dequant_hgemm (W dequantized to f16 per call, cuBLAS; no copy) against fused on
+ * the int8 repack and int8 on the LFM shapes for q4_0, q4_K, q5_K, q6_K, q8_0 at n = 16, 32, 64,
+ * 128, 256, 512, 2048 (`HALF_STEPS=hgemm bash bench/half_run.sh`;
+ * bench/results/2026-12-03-h200-hgemm.md): from n = 256 it is faster than both on every shape
+ * and type (0.49-0.93x the better one's time); at n = 128 faster on four shapes (0.72-0.92x)
+ * and slower on 1024x4608 (1.03-1.18x), with the smaller sum over the shapes; at n = 64 slower
+ * on three shapes of five. So 128.
+ */
 #include "cuda/cuda_internal.h"
 
 #define ANY_TYPE (-1)
 
 static const qmm_cuda_auto_row auto_rows[] = {
     /* cc, type, f16_min_n, fp8_min_n, gemv_max_n, gemv_max_work, fused_min_n, int8_min_n,
-     * gemv_rows_max_work */
-    {90, ANY_TYPE, 2, 2, 9, 10000000, 9, 1, 4000000},
-    {0, ANY_TYPE, 2, 2, 9, 10000000, 9, 1, 4000000},
+     * gemv_rows_max_work, hgemm_min_n */
+    {90, ANY_TYPE, 2, 2, 9, 10000000, 9, 1, 4000000, 128},
+    {0, ANY_TYPE, 2, 2, 9, 10000000, 9, 1, 4000000, 128},
 };
 
 qmm_cuda_auto_row qmm_cuda_auto_lookup(int cc, int type) {

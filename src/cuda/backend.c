@@ -405,12 +405,24 @@ static bool policy_allows(const qmm_context *ctx, const qmm_cuda_weights *cw, qm
     }
 }
 
+/* dequant_hgemm's workspace: [X chunk in f16, 256-aligned | W rows r0..r0+rows in f16]; the W
+ * part is all of W where it takes at most QMM_CUDA_STAGING_BYTES, else that many bytes of
+ * whole rows (at least one), so the context workspace stays bounded for any m. */
+static size_t hgemm_row_bytes(const qmm_weights *w) { return (size_t)w->k * sizeof(uint16_t); }
+static size_t hgemm_x_bytes(const qmm_weights *w) {
+    return QMM_CUDA_ALIGN256((size_t)QMM_CUDA_X_CHUNK * sizeof(uint16_t) * (size_t)w->k);
+}
+static int64_t hgemm_rows(const qmm_weights *w) {
+    return (int64_t)(staging_bytes(w, hgemm_row_bytes(w)) / hgemm_row_bytes(w));
+}
+
 /* Context workspace bytes strategy s needs for these weights. */
 static size_t strategy_workspace(const qmm_cuda_context *c, const qmm_weights *w,
                                  const qmm_cuda_weights *cw, qmm_strategy s) {
     switch (s) {
     case QMM_STRATEGY_DEQUANT_SGEMM: return (size_t)w->m * sizeof(float) * (size_t)w->k;
     case QMM_STRATEGY_CACHED_F16: return (size_t)QMM_CUDA_X_CHUNK * sizeof(uint16_t) * (size_t)w->k;
+    case QMM_STRATEGY_DEQUANT_HGEMM: return hgemm_x_bytes(w) + (size_t)hgemm_rows(w) * hgemm_row_bytes(w);
     case QMM_STRATEGY_FP8: return c->cc >= 89 ? fp8_workspace_bytes(cw) : 0;
     case QMM_STRATEGY_INT8: return qmm_cuda_int8_has_type(w->type) ? qmm_cuda_int8_workspace_bytes(w->k) : 0;
     default: return 0;
@@ -653,6 +665,8 @@ static qmm_strategy resolve_auto(const qmm_context *ctx, const qmm_weights *w, i
     const int64_t gemv_work = rows_int8 ? a.gemv_rows_max_work : a.gemv_max_work;
     if (n <= a.gemv_max_n && (double)n * (double)w->m * (double)w->k <= (double)gemv_work)
         return QMM_STRATEGY_GEMV;
+    if (n >= a.hgemm_min_n && cw->f16_fits && blas_dims && auto_may(ctx, w, QMM_STRATEGY_DEQUANT_HGEMM, n))
+        return QMM_STRATEGY_DEQUANT_HGEMM;
     if (n >= a.fused_min_n && cw->f16_fits && fused_repack_planned(ctx, w, cw)) return QMM_STRATEGY_FUSED;
     if (n >= a.int8_min_n && qmm_cuda_int8_has_type(w->type) && ctx_cc(ctx) >= 80 &&
         auto_may(ctx, w, QMM_STRATEGY_INT8, n))
@@ -692,6 +706,7 @@ static qmm_status cuda_resolve(const qmm_context *ctx, const qmm_weights *w, int
         return QMM_OK;
     case QMM_STRATEGY_DEQUANT_SGEMM:
     case QMM_STRATEGY_CACHED_F16:
+    case QMM_STRATEGY_DEQUANT_HGEMM:
         if (invariant)
             return qmm_error(QMM_ERR_UNSUPPORTED, "strategy %s is not batch-invariant on CUDA "
                              "(cuBLAS picks its kernel by n); use gemv or fused",
@@ -700,9 +715,10 @@ static qmm_status cuda_resolve(const qmm_context *ctx, const qmm_weights *w, int
             return qmm_error(QMM_ERR_UNSUPPORTED, "strategy %s: m (%lld) or k (%lld) exceeds "
                              "cuBLAS's int range", qmm_strategy_name(requested), (long long)w->m,
                              (long long)w->k);
-        if (requested == QMM_STRATEGY_CACHED_F16 && !cw->f16_fits)
-            return qmm_error(QMM_ERR_UNSUPPORTED, "strategy cached_f16: these %s weights hold "
-                             "values beyond the f16 range (|w| > 65504) or non-finite values", tname);
+        if (requested != QMM_STRATEGY_DEQUANT_SGEMM && !cw->f16_fits)
+            return qmm_error(QMM_ERR_UNSUPPORTED, "strategy %s: these %s weights hold values beyond "
+                             "the f16 range (|w| > 65504) or non-finite values",
+                             qmm_strategy_name(requested), tname);
         return forced(ctx, w, requested, n, out);
     case QMM_STRATEGY_REF:
         return qmm_error(QMM_ERR_UNSUPPORTED, "strategy ref runs on the CPU backend only");
@@ -786,6 +802,39 @@ static qmm_status matmul_cached_f16(qmm_cuda_context *c, const qmm_weights *w, c
                         cw->w16, CUDA_R_16F, (int)w->k, x16, CUDA_R_16F, (int)w->k, &zero,
                         y + t0 * ldy, CUDA_R_32F, (int)ldy, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
            "cublasGemmEx(f16 in, f32 compute)");
+    }
+    return QMM_OK;
+}
+
+/* Per call: X chunk to f16, W (or a chunk of its rows, hgemm_rows) dequantized to f16 into the
+ * workspace, cublasGemmEx as cached_f16 on those rows. The halves of W are those of the f16
+ * copy (qmm_cuda_dequantize_f16), so the operands equal cached_f16's; the copy is never kept:
+ * the weights hold their GGUF bytes only. One chunk (W within QMM_CUDA_STAGING_BYTES):
+ * dequantized once per call, whatever n. */
+static qmm_status matmul_dequant_hgemm(qmm_cuda_context *c, const qmm_weights *w, const qmm_cuda_weights *cw,
+                                       int64_t n, const float *x, int64_t ldx, float *y, int64_t ldy) {
+    const float one = 1.0f, zero = 0.0f;
+    uint16_t *x16 = (uint16_t *)c->workspace;
+    uint16_t *w16 = (uint16_t *)((char *)c->workspace + hgemm_x_bytes(w));
+    const int64_t rows = hgemm_rows(w);
+    const bool one_chunk = rows >= w->m;
+    if (one_chunk)
+        CU(qmm_cuda_dequantize_f16(w->type, cw->q, w->row_bytes, w->m, w->k, w16, c->stream),
+           "dequantize to f16 kernel");
+    for (int64_t t0 = 0; t0 < n; t0 += QMM_CUDA_X_CHUNK) {
+        const int nc = (int)(n - t0 < QMM_CUDA_X_CHUNK ? n - t0 : QMM_CUDA_X_CHUNK);
+        CU(qmm_cuda_x_to_f16(x + t0 * ldx, nc, w->k, ldx, x16, c->stream), "x to f16 kernel");
+        for (int64_t r0 = 0; r0 < w->m; r0 += rows) {
+            const int rc = (int)(w->m - r0 < rows ? w->m - r0 : rows);
+            if (!one_chunk)
+                CU(qmm_cuda_dequantize_f16(w->type, cw->q + (size_t)r0 * w->row_bytes, w->row_bytes, rc, w->k,
+                                           w16, c->stream), "dequantize to f16 kernel");
+            /* Column-major view: Y^T rows r0.. (rc x nc, ld ldy) = W16^T (rc x k) * X16^T */
+            CB(cublasGemmEx(c->cublas, CUBLAS_OP_T, CUBLAS_OP_N, rc, nc, (int)w->k, &one, w16, CUDA_R_16F,
+                            (int)w->k, x16, CUDA_R_16F, (int)w->k, &zero, y + t0 * ldy + r0, CUDA_R_32F,
+                            (int)ldy, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+               "cublasGemmEx(f16 in, f32 compute)");
+        }
     }
     return QMM_OK;
 }
@@ -901,7 +950,8 @@ static qmm_status matmul_fp8(qmm_cuda_context *c, const qmm_weights *w, const qm
 
 /* The cuBLAS strategies take int leading dimensions. */
 static bool blas_ld_too_large(qmm_strategy s, int64_t ldx, int64_t ldy) {
-    return (s == QMM_STRATEGY_DEQUANT_SGEMM || s == QMM_STRATEGY_CACHED_F16) && (ldx > INT_MAX || ldy > INT_MAX);
+    return (s == QMM_STRATEGY_DEQUANT_SGEMM || s == QMM_STRATEGY_CACHED_F16 || s == QMM_STRATEGY_DEQUANT_HGEMM) &&
+           (ldx > INT_MAX || ldy > INT_MAX);
 }
 
 static qmm_status blas_ld_error(qmm_strategy s, int64_t ldx, int64_t ldy) {
@@ -955,6 +1005,8 @@ static qmm_status cuda_matmul(qmm_context *ctx, const qmm_weights *w, qmm_strate
         return matmul_sgemm(c, w, cw, n, x, ldx, y, ldy);
     case QMM_STRATEGY_CACHED_F16:
         return matmul_cached_f16(c, w, cw, n, x, ldx, y, ldy);
+    case QMM_STRATEGY_DEQUANT_HGEMM:
+        return matmul_dequant_hgemm(c, w, cw, n, x, ldx, y, ldy);
     case QMM_STRATEGY_FP8:
         return matmul_fp8(c, w, cw, n, x, ldx, y, ldy);
     case QMM_STRATEGY_INT8:
@@ -1152,6 +1204,7 @@ static qmm_status cuda_describe(const qmm_context *ctx, const qmm_weights *w, in
     case QMM_STRATEGY_GEMV: *kernel = "gemv_cuda"; *precision = QMM_PRECISION_F32; break;
     case QMM_STRATEGY_DEQUANT_SGEMM: *kernel = "dequant_cublas_sgemm"; *precision = QMM_PRECISION_F32; break;
     case QMM_STRATEGY_CACHED_F16: *kernel = "cached_f16_cublas"; *precision = QMM_PRECISION_HALF; break;
+    case QMM_STRATEGY_DEQUANT_HGEMM: *kernel = "dequant_f16_cublas"; *precision = QMM_PRECISION_HALF; break;
     case QMM_STRATEGY_FUSED:
         *kernel = fused_repack_planned(ctx, w, (const qmm_cuda_weights *)w->backend) ? "fused_repack_mma_f16"
                                                                                      : "fused_mma_f16";

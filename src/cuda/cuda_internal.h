@@ -127,6 +127,8 @@ typedef struct qmm_cuda_weights {
  *   gemv        n <= gemv_max_n and n * m * k <= gemv_rows_max_work where int8 would read
  *               the GGUF rows at this n (qmm_cuda_int8_gemv_ok, n <= 8, policy, sm_80+),
  *               else n * m * k <= gemv_max_work;
+ *   dequant_hgemm  n >= hgemm_min_n, W fits f16, m and k within cuBLAS's int range (no copy:
+ *               W dequantized to f16 per call into the bounded context workspace);
  *   fused       n >= fused_min_n, W fits f16 and fused reads the int8 repack now (a type with
  *               a repacker, the policy lets W hold that copy, not during capture: half.cu);
  *   int8        n >= int8_min_n, a type with a repacker and the policy lets W hold its copy;
@@ -141,6 +143,7 @@ typedef struct qmm_cuda_auto_row {
     int type;           /* a qmm_type, or -1: every type without its own row in the class */
     int64_t f16_min_n, fp8_min_n, gemv_max_n, gemv_max_work, fused_min_n, int8_min_n;
     int64_t gemv_rows_max_work; /* gemv's bound against int8 on the GGUF rows (int8_gemv.cu) */
+    int64_t hgemm_min_n;        /* dequant_hgemm from this n (it makes no copy: any policy) */
 } qmm_cuda_auto_row;
 
 /* The row for (cc, type): its own, else the class's row for every type, else the row of
@@ -155,6 +158,11 @@ bool qmm_cuda_type_check(int type, int64_t block_size, size_t block_bytes);
  * qmm_dequantize_row_* (m rows of k elements, device memory). */
 cudaError_t qmm_cuda_dequantize(int type, const void *src, size_t row_bytes, int64_t m,
                                 int64_t k, float *dst, cudaStream_t stream);
+
+/* The same values rounded to f16 (RNE): dst[r*k + e] equals the f16 copy cached_f16 makes
+ * (f32_to_f16 of qmm_cuda_dequantize's output). dequant_hgemm's per-call W. */
+cudaError_t qmm_cuda_dequantize_f16(int type, const void *src, size_t row_bytes, int64_t m,
+                                    int64_t k, uint16_t *dst, cudaStream_t stream);
 
 /* Test aid: the same through the unit codec's generic decoder (qmm_unit_<name>, 8-element
  * units) even for a type with a fast decoder (codebook16.cuh), so that both are checked

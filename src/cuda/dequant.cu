@@ -3,7 +3,8 @@
  * f32 -> f16 conversions with an overflow flag, and the test aid qmm_cuda_delayed_copy.
  * All are grid-stride loops over 64-bit indices (any m*k), launched on the given stream.
  * Every type with a descriptor (dequant.cuh: the float, legacy and K-quant types and every
- * row of QMM_UNIT_TYPES) is dequantized by its unit decoder qmm_cuda_part<T>.
+ * row of QMM_UNIT_TYPES) is dequantized to f32 by its unit decoder qmm_cuda_part<T>, and
+ * straight to f16 (dequant_hgemm) by fused's group decoder qmm_cuda_group8<T>.
  * The f16 conversions (x_to_f16 per call on the cached_f16 path, f32_to_f16 at weight
  * creation) move quads of 4 elements per thread: one 16-byte load and one 8-byte store when
  * the pointers allow it, else 4 scalar accesses; x_to_f16 indexes rows by blockIdx.y, so no
@@ -47,6 +48,68 @@ template <int T> struct DequantizeLaunch {
     }
 };
 
+/* f16 bits of v, round to nearest even (__float2half_rn): |v| >= 65520 becomes +-Inf, NaN stays
+ * NaN (the f16 paths document this; they never saturate to +-65504). */
+__device__ __forceinline__ uint16_t f16_bits(float v) { return __half_as_ushort(__float2half_rn(v)); }
+
+/* W dequantized straight to f16 (dequant_hgemm, per call): one thread per group of 8
+ * consecutive elements of a row, decoded by fused's group decoder qmm_cuda_group8<T> (exact
+ * f32: the values of qmm_cuda_dequant, which test_dequantize_bit_exact and fused's tests hold
+ * to the CPU), each rounded by f16_bits (RNE), so the halves equal those of the f16 copy
+ * cached_f16 makes (f32 dequantization, then f32_to_f16). VEC (k % 8 == 0, dst 16-byte
+ * aligned): one 16-byte store per group, consecutive threads on consecutive groups; else a
+ * float type's tail group element by element. Group index over m * ceil(k/8) in IDX (32-bit
+ * where that fits: no 64-bit division per group). */
+template <int T, bool VEC, typename IDX>
+__global__ void __launch_bounds__(kThreads)
+dequantize_f16_kernel(const uint8_t *src, size_t row_bytes, int64_t m, int64_t k, uint16_t *dst) {
+    typedef qmm_cuda_type<T> D;
+    const IDX groups = (IDX)((k + 7) / 8), total = (IDX)m * groups;
+    for (IDX i = (IDX)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (IDX)gridDim.x * blockDim.x) {
+        const IDX r = i / groups, g = i - r * groups;
+        const uint8_t *row = src + (size_t)r * row_bytes;
+        uint16_t *out = dst + (size_t)r * (size_t)k + 8 * (size_t)g;
+        const int64_t e0 = 8 * (int64_t)g;
+        float v[8];
+        if (D::qk > 1 || e0 + 8 <= k) {
+            /* a group never crosses a block or a scale (every scale covers >= 16 elements) */
+            const uint8_t *blk = D::qk > 1 ? row + (size_t)(e0 / D::qk) * D::bytes : row;
+            qmm_cuda_group8<T>(blk, (unsigned)(D::qk > 1 ? e0 % D::qk : e0), v);
+        } else {
+#pragma unroll
+            for (int j = 0; j < 8; j++) v[j] = e0 + j < k ? qmm_cuda_dequant<T>(row, e0 + j) : 0.0f;
+        }
+        if (VEC) {
+            *reinterpret_cast<uint4 *>(out) =
+                make_uint4((uint32_t)f16_bits(v[0]) | ((uint32_t)f16_bits(v[1]) << 16),
+                           (uint32_t)f16_bits(v[2]) | ((uint32_t)f16_bits(v[3]) << 16),
+                           (uint32_t)f16_bits(v[4]) | ((uint32_t)f16_bits(v[5]) << 16),
+                           (uint32_t)f16_bits(v[6]) | ((uint32_t)f16_bits(v[7]) << 16));
+        } else {
+#pragma unroll
+            for (int j = 0; j < 8; j++)
+                if (e0 + j < k) out[j] = f16_bits(v[j]);
+        }
+    }
+}
+
+template <int T> struct DequantizeF16Launch {
+    static void run(const void *src, size_t row_bytes, int64_t m, int64_t k, uint16_t *dst, cudaStream_t s) {
+        const int64_t total = m * ((k + 7) / 8);
+        const unsigned blocks = (unsigned)blocks_for(total);
+        const uint8_t *w = (const uint8_t *)src;
+        const bool vec = k % 8 == 0 && (uintptr_t)dst % 16 == 0, narrow = total < ((int64_t)1 << 31);
+        if (vec && narrow)
+            dequantize_f16_kernel<T, true, uint32_t><<<blocks, kThreads, 0, s>>>(w, row_bytes, m, k, dst);
+        else if (vec)
+            dequantize_f16_kernel<T, true, uint64_t><<<blocks, kThreads, 0, s>>>(w, row_bytes, m, k, dst);
+        else if (narrow)
+            dequantize_f16_kernel<T, false, uint32_t><<<blocks, kThreads, 0, s>>>(w, row_bytes, m, k, dst);
+        else
+            dequantize_f16_kernel<T, false, uint64_t><<<blocks, kThreads, 0, s>>>(w, row_bytes, m, k, dst);
+    }
+};
+
 /* The test aid's kernel: unit-codec types through their codec (qmm_cuda_part_unit). */
 template <int T>
 __global__ void dequantize_codec_kernel(const uint8_t *src, size_t row_bytes, int64_t m, int64_t k, float *dst) {
@@ -73,9 +136,6 @@ template <int T> struct DequantizeCodecLaunch {
     }
 };
 
-/* f16 bits of v, round to nearest even (__float2half_rn): |v| >= 65520 becomes +-Inf, NaN stays
- * NaN (the f16 paths document this; they never saturate to +-65504). */
-__device__ __forceinline__ uint16_t f16_bits(float v) { return __half_as_ushort(__float2half_rn(v)); }
 
 /* Elements [e, e + 4) of src (those below `count`) to f16 into dst; VEC: all four exist, src + e
  * is 16-byte aligned and dst + e 8-byte aligned. Returns whether one of them is non-finite or
@@ -154,6 +214,13 @@ __global__ void delayed_copy_kernel(float *dst, const float *src, int64_t count,
 extern "C" cudaError_t qmm_cuda_dequantize(int type, const void *src, size_t row_bytes, int64_t m,
                                            int64_t k, float *dst, cudaStream_t stream) {
     if (!qmm_cuda_dispatch_type<DequantizeLaunch>(type, src, row_bytes, m, k, dst, stream))
+        return cudaErrorInvalidValue;
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t qmm_cuda_dequantize_f16(int type, const void *src, size_t row_bytes, int64_t m,
+                                               int64_t k, uint16_t *dst, cudaStream_t stream) {
+    if (!qmm_cuda_dispatch_type<DequantizeF16Launch>(type, src, row_bytes, m, k, dst, stream))
         return cudaErrorInvalidValue;
     return cudaGetLastError();
 }

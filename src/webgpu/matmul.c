@@ -44,6 +44,7 @@ qmm_status qmm_wgpu_resolve(const qmm_context *ctx, const qmm_weights *w, int64_
     case QMM_STRATEGY_DEQUANT_SGEMM:
     case QMM_STRATEGY_CACHED_F16:
     case QMM_STRATEGY_FP8:
+    case QMM_STRATEGY_DEQUANT_HGEMM:
         return qmm_error(QMM_ERR_UNSUPPORTED, "strategy %s is not implemented on the WebGPU "
                          "backend (it has gemv and fused, both F32 class)",
                          qmm_strategy_name(requested));

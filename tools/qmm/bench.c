@@ -179,7 +179,8 @@ static bool parse_strategies(const char *s, bench_opts *o) {
         qmm_strategy st;
         if (qmm_strategy_from_name(items[i], &st) != QMM_OK) {
             fprintf(stderr, "qmm bench: --strategy: unknown strategy '%s' (expected auto, ref, "
-                            "gemv, fused, int8, dequant_sgemm, cached_f16 or fp8)\n", items[i]);
+                            "gemv, fused, int8, dequant_sgemm, cached_f16, fp8 or "
+                            "dequant_hgemm)\n", items[i]);
             ok = false;
         } else {
             o->strategies[o->n_strategies++] = st;
@@ -292,7 +293,7 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
         if (qmm_strategy_from_name(env_strategy, &s) != QMM_OK) {
             fprintf(stderr, "qmm bench: environment variable QMM_STRATEGY '%s' is not a strategy "
                             "name (expected auto, ref, gemv, fused, int8, dequant_sgemm, "
-                            "cached_f16 or fp8)\n", env_strategy);
+                            "cached_f16, fp8 or dequant_hgemm)\n", env_strategy);
             return 2;
         }
     }
