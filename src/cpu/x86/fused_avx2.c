@@ -38,8 +38,10 @@
  * Tasks: (up to TASK_ROWS W rows) x (a chunk of X rows, all n unless m is too small to feed
  * the threads), dynamic order. Inside a task, X rows in sub-chunks of SUB_ROWS (their panel:
  * 192 KiB, in L2), then panels, then 4-row W groups (their panel in L1), then 3-row X
- * groups; a block prefetches the next block's X rows and, near the end of a W group, the
- * next group's W rows. For k > 1024 the double lanes of the sub-chunk's outputs persist
+ * groups; the last 4 blocks of a W group prefetch the next group's W rows (X rows are
+ * left to the hardware's stream prefetchers: prefetching them too, two lines a step, made
+ * the kernel 10-30% slower on a Zen 3, bench/results/2026-12-03-zen3-fused-prefetch.md).
+ * For k > 1024 the double lanes of the sub-chunk's outputs persist
  * across panels in thread scratch (16 doubles per output); for k <= 1024 a block finishes
  * its outputs at once. TASK_ROWS, TILE_BYTES_MAX and SUB_ROWS can be set with -D for
  * blocking experiments (dev/cpu_ab.c times such builds).
@@ -84,7 +86,8 @@ INL __m256i lane_mask(int64_t count) {
 
 /* Chain group g of the block over a panel of len elements: a[j][r] = the 8 chains
  * 8g .. 8g + 7 of (X row j, W row r). W rows are plain (element p at w + p); the X rows are
- * packed (x_pack: chain group g's steps contiguous from x + g * xg). */
+ * packed (x_pack: chain group g's steps contiguous from x + g * xg). pf (or NULL): rows to
+ * bring into L1, two lines a step. */
 INL void pass(int MR, int NR, int g, int64_t len, const float *w, int64_t ldw, const float *x,
               int64_t ldx, int64_t xg, const char *pf, __m256 a[NR_MAX][MR_MAX]) {
     for (int j = 0; j < NR; j++)
@@ -92,8 +95,10 @@ INL void pass(int MR, int NR, int g, int64_t len, const float *w, int64_t ldw, c
     const float *xs = x + g * xg;
     int64_t p = 8 * g;
     for (; p + 8 <= len; p += 32, xs += 8, pf += 128) {
-        _mm_prefetch(pf, _MM_HINT_T0);
-        _mm_prefetch(pf + 64, _MM_HINT_T0);
+        if (pf != NULL) {
+            _mm_prefetch(pf, _MM_HINT_T0);
+            _mm_prefetch(pf + 64, _MM_HINT_T0);
+        }
         __m256 xv[NR_MAX];
         for (int j = 0; j < NR; j++) xv[j] = _mm256_load_ps(xs + j * ldx);
         for (int r = 0; r < MR; r++) {
@@ -142,19 +147,17 @@ INL void panel_end(__m256 lo, __m256 hi, double *d, int first, int last, float *
 /* One block over one panel. Pair (j, r)'s double lanes at d + (r * ldd + j) * LANES (unused
  * when first && last); its output at y[j * ldy + r]. */
 INL void block(int MR, int NR, int64_t len, const float *w, int64_t ldw, const float *x,
-               int64_t ldx, const float *xn, int xn_rows, const float *wn, double *d,
-               int64_t ldd, int first, int last, float *y, int64_t ldy) {
+               int64_t ldx, const float *wn, double *d, int64_t ldd, int first, int last, float *y,
+               int64_t ldy) {
     __m256 lo[NR_MAX][MR_MAX], hi[NR_MAX][MR_MAX], t[NR_MAX][MR_MAX];
     const int64_t xg = (len + 31) / 32 * 8; /* packed X: floats per chain group */
-    /* passes 0, 1, 2 bring the next block's X rows 0, 1, 2 into L1 (two lines a step), pass
-     * 3 the W row panel at wn */
-    const char *pf[3];
-    for (int q = 0; q < 3; q++) pf[q] = (const char *)(xn + (q < xn_rows ? q : xn_rows - 1) * ldx);
-    pass(MR, NR, 0, len, w, ldw, x, ldx, xg, pf[0], lo);
-    pass(MR, NR, 2, len, w, ldw, x, ldx, xg, pf[1], t);
+    /* pass 3 brings the W row panel at wn (or NULL) into L1; X rows are left to the hardware
+     * prefetchers (bench/results/2026-12-03-zen3-fused-prefetch.md) */
+    pass(MR, NR, 0, len, w, ldw, x, ldx, xg, NULL, lo);
+    pass(MR, NR, 2, len, w, ldw, x, ldx, xg, NULL, t);
     for (int j = 0; j < NR; j++)
         for (int r = 0; r < MR; r++) lo[j][r] = _mm256_add_ps(lo[j][r], t[j][r]);
-    pass(MR, NR, 1, len, w, ldw, x, ldx, xg, pf[2], hi);
+    pass(MR, NR, 1, len, w, ldw, x, ldx, xg, NULL, hi);
     pass(MR, NR, 3, len, w, ldw, x, ldx, xg, (const char *)wn, t);
     for (int j = 0; j < NR; j++)
         for (int r = 0; r < MR; r++) {
@@ -165,12 +168,11 @@ INL void block(int MR, int NR, int64_t len, const float *w, int64_t ldw, const f
 
 /* Instantiations for every MR x NR (constants, so the accumulators stay in registers). */
 #define BLOCK_ARGS                                                                          \
-    int64_t len, const float *w, int64_t ldw, const float *x, int64_t ldx, const float *xn, \
-        int xn_rows, const float *wn, double *d, int64_t ldd, int first, int last, float *y,  \
-        int64_t ldy
+    int64_t len, const float *w, int64_t ldw, const float *x, int64_t ldx, const float *wn, \
+        double *d, int64_t ldd, int first, int last, float *y, int64_t ldy
 #define BLOCK_FN(MR, NR)                                                                    \
     static void block_##MR##x##NR(BLOCK_ARGS) {                                             \
-        block(MR, NR, len, w, ldw, x, ldx, xn, xn_rows, wn, d, ldd, first, last, y, ldy);   \
+        block(MR, NR, len, w, ldw, x, ldx, wn, d, ldd, first, last, y, ldy);                \
     }
 BLOCK_FN(4, 3) BLOCK_FN(4, 2) BLOCK_FN(4, 1)
 BLOCK_FN(3, 3) BLOCK_FN(3, 2) BLOCK_FN(3, 1)
@@ -341,17 +343,14 @@ static void run_task(const problem *pb, int64_t i0, int64_t rows, int64_t j0, in
                 for (int64_t j = 0, b = 0; j < nc; b++) {
                     const int nr = x_block_rows(nc - j);
                     double *d = panels > 1 ? lanes + (r * SUB_ROWS + j) * LANES : one_block;
-                    /* the next block's X rows: the next of the sub-chunk, or its first */
-                    const int64_t jn = j + nr < nc ? j + nr : 0;
                     const float *xc = pb->xp + jc * pb->ldxp + p0;
                     /* the last 4 blocks of a W group bring the next group's rows into L1 */
                     const int64_t q = b - (blocks_n - MR_MAX);
                     const int64_t rn = r + MR_MAX + (q < 0 ? 0 : q);
-                    const float *wn = q >= 0 && rn < rows ? wt + rn * ldw + p0 : xc + jn * pb->ldxp;
-                    blocks[mr - 1][nr - 1](len, wt + r * ldw + p0, ldw, xc + j * pb->ldxp,
-                                           pb->ldxp, xc + jn * pb->ldxp, x_block_rows(nc - jn),
-                                           wn, d, ldd, first, last,
-                                           pb->y + (jc + j) * pb->ldy + i0 + r, pb->ldy);
+                    const float *wn = q >= 0 && rn < rows ? wt + rn * ldw + p0 : NULL;
+                    blocks[mr - 1][nr - 1](len, wt + r * ldw + p0, ldw, xc + j * pb->ldxp, pb->ldxp, wn,
+                                           d, ldd, first, last, pb->y + (jc + j) * pb->ldy + i0 + r,
+                                           pb->ldy);
                     j += nr;
                 }
             }
