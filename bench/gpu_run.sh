@@ -180,8 +180,8 @@ fi
 if want auto_sweep; then
   echo "== auto_sweep: the crossovers of src/cuda/auto_table.c (every strategy, copies allowed)"
   timeout ${SWEEP_TIMEOUT:-300} "$BUILD/tools/qmm/qmm" bench --backend cuda --cache unlimited \
-    --types ${SWEEP_TYPES:-q4_0,q4_K,q6_K,q8_0} --strategy gemv,int8,fused,cached_f16,fp8 \
-    --n ${SWEEP_NS:-1,2,4,8,9,16,32,64,512} --iters 5 --csv > "$OUT/auto_sweep.csv" 2> "$OUT/auto_sweep.err"
+    --types ${SWEEP_TYPES:-q4_0,q4_K,q6_K,q8_0} --strategy gemv,int8,fused,dequant_hgemm,cached_f16,fp8 \
+    --n ${SWEEP_NS:-1,2,4,8,9,16,32,64,128,256,512} --iters 5 --csv > "$OUT/auto_sweep.csv" 2> "$OUT/auto_sweep.err"
   echo "auto_sweep rc=$? ($(($(wc -l < "$OUT/auto_sweep.csv") - 1)) rows in auto_sweep.csv)"
   # per (type, shape, n): the fastest verified strategy by device time (column ms)
   python3 - "$OUT/auto_sweep.csv" <<'PY'

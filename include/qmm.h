@@ -296,7 +296,8 @@ enum {
  *                        its copy on its first call, whatever its size.
  *   QMM_CACHE_NONE       no copies: cached_f16, fp8 and int8 return QMM_ERR_UNSUPPORTED (not
  *                        int8 where it reads the GGUF bytes, above); AUTO chooses among the
- *                        paths that read the GGUF bytes (gemv, fused, that int8).
+ *                        paths that read the GGUF bytes (gemv, fused, that int8,
+ *                        dequant_hgemm).
  *   QMM_CACHE_LIMIT      the copies of one weights object stay within cache_limit times its
  *                        GGUF bytes, for AUTO and forced strategies alike (a forced strategy
  *                        whose copy would not fit returns QMM_ERR_UNSUPPORTED, saying so); AUTO

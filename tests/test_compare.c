@@ -417,7 +417,7 @@ static void test_strategy_resolution(void **state) {
         assert_int_equal(qmm_matmul_strategy(ctx, w, 9, &s), QMM_OK);
         assert_int_equal(s, cpu_strategies[si]);
     }
-    const qmm_strategy cuda_only[] = {QMM_STRATEGY_CACHED_F16, QMM_STRATEGY_FP8};
+    const qmm_strategy cuda_only[] = {QMM_STRATEGY_CACHED_F16, QMM_STRATEGY_FP8, QMM_STRATEGY_DEQUANT_HGEMM};
     for (int i = 0; i < 2; i++) {
         assert_int_equal(qmm_context_set_strategy(ctx, cuda_only[i]), QMM_OK);
         assert_int_equal(qmm_matmul_strategy(ctx, w, 1, &s), QMM_ERR_UNSUPPORTED);

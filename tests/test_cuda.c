@@ -915,7 +915,8 @@ static void test_residency_lazy(void **state) {
 }
 
 /* QMM_CACHE_NONE: the strategies that read a copy are refused (the policy named, Y untouched),
- * int8 runs at n <= 8 (on the GGUF rows), auto runs gemv or fused, nothing beyond the GGUF
+ * int8 runs at n <= 8 (on the GGUF rows), auto runs gemv or fused (dequant_hgemm from the
+ * row's hgemm_min_n), nothing beyond the GGUF
  * bytes is ever held. */
 static void test_cache_none(void **state) {
     (void)state;

@@ -294,7 +294,7 @@ static void test_bad_input(void **state) {
     CHECK_ERR(qmm_buffer_download(g_ctx, hx, (char *)dx + 8, sizeof hx), QMM_ERR_INVALID_ARGUMENT, "run past the end");
     /* strategies the backend does not have */
     static const qmm_strategy refused[] = {QMM_STRATEGY_REF, QMM_STRATEGY_INT8, QMM_STRATEGY_DEQUANT_SGEMM,
-                                           QMM_STRATEGY_CACHED_F16, QMM_STRATEGY_FP8};
+                                           QMM_STRATEGY_CACHED_F16, QMM_STRATEGY_FP8, QMM_STRATEGY_DEQUANT_HGEMM};
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
         CHECK_OK(qmm_context_set_strategy(g_ctx, refused[i]));
         CHECK_ERR(qmm_matmul(g_ctx, w, n, dx, k, dy, m), QMM_ERR_UNSUPPORTED, qmm_strategy_name(refused[i]));

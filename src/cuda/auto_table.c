@@ -29,7 +29,7 @@
  * strategy, the crossovers between n = 1 and 512, copies allowed so that every path runs):
  *   qmm bench --backend cuda --cache unlimited --types q4_0,q4_K,q6_K,q8_0
  *             --strategy gemv,int8,fused,cached_f16,fp8 --n 1,2,4,8,9,16,32,64,512
- * (`bench/gpu_run.sh auto_sweep`).
+ * (`bench/gpu_run.sh auto_sweep`); hgemm_min_n: `HALF_STEPS=hgemm bash bench/half_run.sh`.
  */
 /*
  * hgemm_min_n: dequant_hgemm (W dequantized to f16 per call, cuBLAS; no copy) against fused on
@@ -38,7 +38,9 @@
  * bench/results/2026-12-03-h200-hgemm.md): from n = 256 it is faster than both on every shape
  * and type (0.49-0.93x the better one's time); at n = 128 faster on four shapes (0.72-0.92x)
  * and slower on 1024x4608 (1.03-1.18x), with the smaller sum over the shapes; at n = 64 slower
- * on three shapes of five. So 128.
+ * at 14 of the 25 (type, shape) points and in the sum for every type. So 128. Graph time: in
+ * single calls (host submission included) dequant_hgemm's three launches make it slower than
+ * fused at most of these points (the results file has both).
  */
 #include "cuda/cuda_internal.h"
 

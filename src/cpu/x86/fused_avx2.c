@@ -40,7 +40,7 @@
  * 192 KiB, in L2), then panels, then 4-row W groups (their panel in L1), then 3-row X
  * groups; the last 4 blocks of a W group prefetch the next group's W rows (X rows are
  * left to the hardware's stream prefetchers: prefetching them too, two lines a step, made
- * the kernel 10-30% slower on a Zen 3, bench/results/2026-12-03-zen3-fused-prefetch.md).
+ * the kernel 1.03-1.46x slower on a Zen 3, bench/results/2026-12-03-zen3-fused-prefetch.md).
  * For k > 1024 the double lanes of the sub-chunk's outputs persist
  * across panels in thread scratch (16 doubles per output); for k <= 1024 a block finishes
  * its outputs at once. TASK_ROWS, TILE_BYTES_MAX and SUB_ROWS can be set with -D for
@@ -94,10 +94,11 @@ INL void pass(int MR, int NR, int g, int64_t len, const float *w, int64_t ldw, c
         for (int r = 0; r < MR; r++) a[j][r] = _mm256_setzero_ps();
     const float *xs = x + g * xg;
     int64_t p = 8 * g;
-    for (; p + 8 <= len; p += 32, xs += 8, pf += 128) {
+    for (; p + 8 <= len; p += 32, xs += 8) {
         if (pf != NULL) {
             _mm_prefetch(pf, _MM_HINT_T0);
             _mm_prefetch(pf + 64, _MM_HINT_T0);
+            pf += 128;
         }
         __m256 xv[NR_MAX];
         for (int j = 0; j < NR; j++) xv[j] = _mm256_load_ps(xs + j * ldx);
