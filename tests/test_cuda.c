@@ -391,6 +391,55 @@ static void test_dequantize_bit_exact(void **state) {
     qmm_context_free(ctx);
 }
 
+/* dequant_hgemm's W (qmm_cuda_dequantize_f16) equals the CPU's dequantization rounded to f16
+ * (qmm_fp32_to_fp16: RNE, >= 65520 to Inf) bit for bit, for every type on random bytes (every
+ * scale bit pattern; NaN against NaN in any payload), whole rows of m = 37 and, for the float
+ * types, k = 259 too (the scalar store path, k % 8 != 0): the halves cached_f16's copy holds. */
+static void test_dequantize_f16_bit_exact(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(12);
+    qmm_context *ctx = cuda_context(0, NULL);
+    int checked = 0;
+    for (size_t ti = 0; ti < N_TYPES; ti++) {
+        const qmm_type t = k_types[ti];
+        const int64_t bs = qmm_type_block_size(t);
+        for (int kv = 0; kv < (bs == 1 ? 2 : 1); kv++) {
+            const int64_t m = 37, k = kv == 1 ? 259 : 4 * bs * (bs == 1 ? 64 : 1);
+            size_t rb;
+            QMM_OK_(qmm_row_bytes(t, k, &rb));
+            const size_t bytes = rb * (size_t)m, count = (size_t)(m * k);
+            unsigned char *src = malloc(bytes);
+            float *cpu = malloc(count * sizeof(float));
+            uint16_t *gpu = malloc(count * sizeof(uint16_t));
+            assert_true(src && cpu && gpu);
+            for (size_t i = 0; i < bytes; i++) src[i] = (unsigned char)tu_rng_u64(&r);
+            QMM_OK_(qmm_dequantize_rows(t, src, cpu, m, k));
+            void *dsrc, *ddst;
+            QMM_OK_(qmm_buffer_alloc(ctx, bytes, &dsrc));
+            QMM_OK_(qmm_buffer_alloc(ctx, count * sizeof(uint16_t), &ddst));
+            QMM_OK_(qmm_buffer_upload(ctx, dsrc, src, bytes));
+            CUDA_OK(qmm_cuda_dequantize_f16(t, dsrc, rb, m, k, (uint16_t *)ddst, 0));
+            CUDA_OK(cudaDeviceSynchronize());
+            QMM_OK_(qmm_buffer_download(ctx, gpu, ddst, count * sizeof(uint16_t)));
+            for (size_t i = 0; i < count; i++) {
+                const uint16_t want = qmm_fp32_to_fp16(cpu[i]);
+                const bool both_nan = (want & 0x7FFFu) > 0x7C00u && (gpu[i] & 0x7FFFu) > 0x7C00u;
+                if (want != gpu[i] && !both_nan)
+                    fail_msg("dequantize to f16 %s k=%lld: element %zu (row %zu) cpu %g -> 0x%04x, gpu 0x%04x",
+                             qmm_type_name(t), (long long)k, i, i / (size_t)k, (double)cpu[i], want, gpu[i]);
+            }
+            checked++;
+            qmm_buffer_free(ctx, dsrc);
+            qmm_buffer_free(ctx, ddst);
+            free(src);
+            free(cpu);
+            free(gpu);
+        }
+    }
+    print_message("test_dequantize_f16_bit_exact: %d (type, k) cases bit-identical\n", checked);
+    qmm_context_free(ctx);
+}
+
 /* Every type x strategy x n x shape against the reference, poisoned padding intact. */
 static void test_matmul_all(void **state) {
     (void)state;
@@ -2202,6 +2251,7 @@ int main(void) {
     if (filter != NULL && filter[0] != '\0') cmocka_set_test_filter(filter);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dequantize_bit_exact),
+        cmocka_unit_test(test_dequantize_f16_bit_exact),
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_f16_range),
         cmocka_unit_test(test_stream_order),
