@@ -54,9 +54,9 @@ __device__ __forceinline__ uint16_t f16_bits(float v) { return __half_as_ushort(
 
 /* W dequantized straight to f16 (dequant_hgemm, per call): one thread per group of 8
  * consecutive elements of a row, decoded by fused's group decoder qmm_cuda_group8<T> (exact
- * f32: the values of qmm_cuda_dequant, which test_dequantize_bit_exact and fused's tests hold
- * to the CPU), each rounded by f16_bits (RNE), so the halves equal those of the f16 copy
- * cached_f16 makes (f32 dequantization, then f32_to_f16). VEC (k % 8 == 0, dst 16-byte
+ * f32: the values of qmm_cuda_dequant), each rounded by f16_bits (RNE), so the halves equal
+ * those of the f16 copy cached_f16 makes (f32 dequantization, then f32_to_f16) and the CPU's
+ * dequantization rounded to f16 (test_dequantize_f16_bit_exact, every type). VEC (k % 8 == 0, dst 16-byte
  * aligned): one 16-byte store per group, consecutive threads on consecutive groups; else a
  * float type's tail group element by element. Group index over m * ceil(k/8) in IDX (32-bit
  * where that fits: no 64-bit division per group). */
