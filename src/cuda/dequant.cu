@@ -1,7 +1,8 @@
 /*
  * dequant.cu — element-wise kernels: W dequantized to f32 (bit-identical to the CPU),
  * f32 -> f16 conversions with an overflow flag, and the test aid qmm_cuda_delayed_copy.
- * All are grid-stride loops over 64-bit indices (any m*k), launched on the given stream.
+ * All are grid-stride loops over 64-bit indices (any m*k; the f16 dequantization 32-bit
+ * where the count allows), launched on the given stream.
  * Every type with a descriptor (dequant.cuh: the float, legacy and K-quant types and every
  * row of QMM_UNIT_TYPES) is dequantized to f32 by its unit decoder qmm_cuda_part<T>, and
  * straight to f16 (dequant_hgemm) by fused's group decoder qmm_cuda_group8<T>.
@@ -56,8 +57,8 @@ __device__ __forceinline__ uint16_t f16_bits(float v) { return __half_as_ushort(
  * consecutive elements of a row, decoded by fused's group decoder qmm_cuda_group8<T> (exact
  * f32: the values of qmm_cuda_dequant), each rounded by f16_bits (RNE), so the halves equal
  * those of the f16 copy cached_f16 makes (f32 dequantization, then f32_to_f16) and the CPU's
- * dequantization rounded to f16 (test_dequantize_f16_bit_exact, every type). VEC (k % 8 == 0, dst 16-byte
- * aligned): one 16-byte store per group, consecutive threads on consecutive groups; else a
+ * dequantization rounded to f16 (test_dequantize_f16_bit_exact, every type). VEC (k % 8 ==
+ * 0, dst 16-byte aligned): one 16-byte store per group, consecutive threads on consecutive groups; else a
  * float type's tail group element by element. Group index over m * ceil(k/8) in IDX (32-bit
  * where that fits: no 64-bit division per group). */
 template <int T, bool VEC, typename IDX>
@@ -135,7 +136,6 @@ template <int T> struct DequantizeCodecLaunch {
         }
     }
 };
-
 
 /* Elements [e, e + 4) of src (those below `count`) to f16 into dst; VEC: all four exist, src + e
  * is 16-byte aligned and dst + e 8-byte aligned. Returns whether one of them is non-finite or
