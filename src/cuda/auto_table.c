@@ -35,7 +35,7 @@
  * hgemm_min_n: dequant_hgemm (W dequantized to f16 per call, cuBLAS; no copy) against fused on
  * the int8 repack and int8 on the LFM shapes for q4_0, q4_K, q5_K, q6_K, q8_0 at n = 16, 32, 64,
  * 128, 256, 512, 2048 (`HALF_STEPS=hgemm bash bench/half_run.sh`;
- * bench/results/2026-12-03-h200-hgemm.md): from n = 256 it is faster than both on every shape
+ * bench/results/h200-hgemm.md): from n = 256 it is faster than both on every shape
  * and type (0.49-0.93x the better one's time); at n = 128 faster on four shapes (0.72-0.92x)
  * and slower on 1024x4608 (1.03-1.18x), with the smaller sum over the shapes; at n = 64 slower
  * at 14 of the 25 (type, shape) points and in the sum for every type. So 128. Graph time: in

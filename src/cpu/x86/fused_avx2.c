@@ -40,7 +40,7 @@
  * 192 KiB, in L2), then panels, then 4-row W groups (their panel in L1), then 3-row X
  * groups; the last 4 blocks of a W group prefetch the next group's W rows (X rows are
  * left to the hardware's stream prefetchers: prefetching them too, two lines a step, made
- * the kernel 1.03-1.46x slower on a Zen 3, bench/results/2026-12-03-zen3-fused-prefetch.md).
+ * the kernel 1.03-1.46x slower on a Zen 3, bench/results/zen3-fused-prefetch.md).
  * For k > 1024 the double lanes of the sub-chunk's outputs persist
  * across panels in thread scratch (16 doubles per output); for k <= 1024 a block finishes
  * its outputs at once. TASK_ROWS, TILE_BYTES_MAX and SUB_ROWS can be set with -D for
@@ -153,7 +153,7 @@ INL void block(int MR, int NR, int64_t len, const float *w, int64_t ldw, const f
     __m256 lo[NR_MAX][MR_MAX], hi[NR_MAX][MR_MAX], t[NR_MAX][MR_MAX];
     const int64_t xg = (len + 31) / 32 * 8; /* packed X: floats per chain group */
     /* pass 3 brings the W row panel at wn (or NULL) into L1; X rows are left to the hardware
-     * prefetchers (bench/results/2026-12-03-zen3-fused-prefetch.md) */
+     * prefetchers (bench/results/zen3-fused-prefetch.md) */
     pass(MR, NR, 0, len, w, ldw, x, ldx, xg, NULL, lo);
     pass(MR, NR, 2, len, w, ldw, x, ldx, xg, NULL, t);
     for (int j = 0; j < NR; j++)
