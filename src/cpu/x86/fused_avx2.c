@@ -192,22 +192,6 @@ static const block_fn blocks[MR_MAX][NR_MAX] = {
  * W tiles: exact floats of a task's rows
  * ------------------------------------------------------------------------------------- */
 
-/* k f16 (bf16) values at src to floats with gemv_avx2's conversions (exact: the type
- * table's to_float bit for bit); the last k % 8 through a zeroed buffer (nothing past the
- * row is read). */
-static void half_row(bool bf16, const unsigned char *src, float *dst, int64_t k) {
-    int64_t p = 0;
-    for (; p + 8 <= k; p += 8)
-        _mm256_storeu_ps(dst + p, bf16 ? qmm_avx2_bf16x8(src + 2 * p) : qmm_avx2_f16x8(src + 2 * p));
-    if (p < k) {
-        unsigned char h[16] = {0};
-        memcpy(h, src + 2 * p, (size_t)(k - p) * 2);
-        float f[8];
-        _mm256_storeu_ps(f, bf16 ? qmm_avx2_bf16x8(h) : qmm_avx2_f16x8(h));
-        memcpy(dst + p, f, (size_t)(k - p) * sizeof(float));
-    }
-}
-
 /* ---------------------------------------------------------------------------------------
  * X, packed once per call: row j at xp + j * ldxp (ldxp = k rounded up to 32); in the
  * panel at p0 of len elements (rounded up to L = 32 T), chain group g's steps are
@@ -320,7 +304,7 @@ static void run_task(const problem *pb, int64_t i0, int64_t rows, int64_t j0, in
             const unsigned char *src = pb->w + (size_t)(i0 + r) * pb->stride;
             float *dst = tile + r * pb->ldt;
             if (pb->type == QMM_TYPE_F16 || pb->type == QMM_TYPE_BF16)
-                half_row(pb->type == QMM_TYPE_BF16, src, dst, k);
+                qmm_avx2_half_row(pb->type == QMM_TYPE_BF16, src, dst, k);
             else
                 pb->t->to_float(src, dst, k);
         }

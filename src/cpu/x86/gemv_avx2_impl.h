@@ -16,6 +16,7 @@
 #define QMM_CPU_X86_GEMV_AVX2_IMPL_H
 
 #include <immintrin.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -36,7 +37,7 @@ typedef struct qmm_v16 {
 } qmm_v16;
 
 /* 8 f16 values at p (any alignment) as floats: vcvtph2ps, exact (a NaN keeps sign and
- * payload and is made quiet, as qmm_fp16_to_fp32). Shared with fused_avx2.c. */
+ * payload and is made quiet, as qmm_fp16_to_fp32). */
 QMM_GEMV_INLINE __m256 qmm_avx2_f16x8(const unsigned char *p) {
     return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
 }
@@ -45,6 +46,22 @@ QMM_GEMV_INLINE __m256 qmm_avx2_f16x8(const unsigned char *p) {
 QMM_GEMV_INLINE __m256 qmm_avx2_bf16x8(const unsigned char *p) {
     const __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p));
     return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+}
+
+/* k f16 (bf16) values at src to floats with the conversions above (exact: the type table's
+ * to_float bit for bit); the last k % 8 through a zeroed buffer (nothing past the row is
+ * read). Used by fused_avx2.c and fused_gemm_avx2.c for their W tiles. */
+QMM_GEMV_INLINE void qmm_avx2_half_row(bool bf16, const unsigned char *src, float *dst, int64_t k) {
+    int64_t p = 0;
+    for (; p + 8 <= k; p += 8)
+        _mm256_storeu_ps(dst + p, bf16 ? qmm_avx2_bf16x8(src + 2 * p) : qmm_avx2_f16x8(src + 2 * p));
+    if (p < k) {
+        unsigned char h[16] = {0};
+        memcpy(h, src + 2 * p, (size_t)(k - p) * 2);
+        float f[8];
+        _mm256_storeu_ps(f, bf16 ? qmm_avx2_bf16x8(h) : qmm_avx2_f16x8(h));
+        memcpy(dst + p, f, (size_t)(k - p) * sizeof(float));
+    }
 }
 
 /* f16 bits at any address to float (F16C). */
