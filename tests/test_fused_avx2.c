@@ -1,9 +1,10 @@
 /*
  * test_fused_avx2.c — strategy fused at ISA level avx2 (docs/KERNELS.md), both kernels:
- * fused_gemm_avx2 (the default: a register-blocked GEMM in its own order) and fused_avx2
- * (the gemv order, which batch-invariant mode runs; reached here through
- * QMM_FLAG_BATCH_INVARIANT at n above every gemv_max_n of level avx2, 64, where it does not
- * hand the call to the gemv kernels):
+ * fused_gemm_avx2 (outside batch-invariant mode from n = qmm_cpu_fused_gemm_min_n: a
+ * register-blocked GEMM in its own order; below that n the call goes to fused_avx2, checked
+ * by name) and fused_avx2 (the gemv order, which batch-invariant mode runs; reached here
+ * through QMM_FLAG_BATCH_INVARIANT at n above every gemv_max_n of level avx2, 64, where it
+ * does not hand the call to the gemv kernels):
  *
  *   - fused_avx2's order is gemv's: for every type gemv_avx2 has, Y of fused equals Y of
  *     gemv bit for bit (k with lane, chain-group and panel tails, 1 to 3 panels of 1024; m
@@ -13,9 +14,10 @@
  *     k with panel (256) and lane tails, m tails against its 16-row tile and 128-row task,
  *     n tails against its 6-row X group and 48-row X chunk;
  *   - rows independent of n: with QMM_FLAG_BATCH_INVARIANT (fused_avx2, and the gemv
- *     kernels of the same order at small n) and without it (fused_gemm_avx2, whose order
- *     depends on k only), for every weight type, rows of n in {1, 2, 7, 16, 33, 512} on 1
- *     and 2 threads are the bits of the same rows of n = 512 on 2 threads;
+ *     kernels of the same order at small n), for every weight type, rows of n in {1, 2, 7,
+ *     16, 33, 512} on 1 and 2 threads are the bits of the same rows of n = 512 on 2 threads;
+ *     without it (fused_gemm_avx2, whose order depends on k only) the same for n = g + {0,
+ *     1, 6, 15, 32} (g = the kernel's first n) and 512;
  *   - each order's error bound, per output (u = 2^-24, S = sum |x w|): fused_avx2
  *     |y - ref| <= 34 u S + 2 u |ref|, independent of k; fused_gemm_avx2
  *     (min(k, 256) + ceil(k / 256) + 1) u S + 2 u |ref|; also for one-sign data at k = 16384
@@ -38,6 +40,7 @@
 #include <cmocka.h>
 
 #include "cpu/cpu_features.h"
+#include "cpu/cpu_internal.h"
 #include "qmm.h"
 #include "test_util.h"
 
@@ -99,6 +102,9 @@ static const kernel GEMM = {"fused_gemm_avx2", 0};
 static const kernel DOT = {"fused_avx2", QMM_FLAG_BATCH_INVARIANT};
 /* n above every gemv_max_n of level avx2 (src/cpu/auto_table.c): fused_avx2 itself runs */
 #define DOT_MIN_N 65
+
+/* The smallest n at which fused runs fused_gemm_avx2 for `type` (below it: fused_avx2). */
+static int64_t gemm_n(qmm_type type) { return qmm_cpu_fused_gemm_min_n(QMM_CPU_ISA_AVX2, type); }
 
 /* The S coefficient of a kernel's per-output bound at k. */
 static double bound_coef(const kernel *kn, int64_t k) {
@@ -234,8 +240,9 @@ static void test_fused_equals_gemv(void **state) {
 
 /* fused_gemm_avx2 against the reference with its bound, every weight type: k with panel
  * (256) and lane tails, m against the 16-row tile (1, 6, 45: both of its halves) and the
- * 128-row task (523 at one k), n against the 6-row X group and the 48-row X chunk; Y's
- * padding and the rows past n untouched. */
+ * 128-row task (523 at one k), n = g .. g + 5 (every tail of the 6-row X group) and g + 50
+ * (past a 48-row X chunk), g the kernel's first n; Y's padding and the rows past n
+ * untouched; at n = g - 1 fused runs fused_avx2. */
 static void test_gemm_reference(void **state) {
     (void)state;
     if (no_avx2()) {
@@ -243,7 +250,7 @@ static void test_gemm_reference(void **state) {
         return;
     }
     qmm_context *ctx = make_ctx("avx2", 2, GEMM.flags);
-    static const int64_t ms[] = {1, 6, 45, 523}, ns[] = {1, 2, 5, 6, 7, 13, 50};
+    static const int64_t ms[] = {1, 6, 45, 523}, dn[] = {0, 1, 2, 3, 4, 5, 50};
     static const int64_t k1[] = {1, 5, 8, 13, 100, 255, 256, 257, 600, 1025};
     static const int64_t kb[] = {32, 256, 512, 800, 1280};
     tu_rng r = tu_rng_make(0x6E33);
@@ -262,7 +269,8 @@ static void test_gemm_reference(void **state) {
         for (int ki = 0; ki < nk; ki++)
             for (int mi = 0; mi < 4; mi++) {
                 if (mi == 3 && ki != nk - 1) continue; /* m = 523 at the last k only */
-                const int64_t m = ms[mi], k = ks[ki], nmax = 50, ldx = k + 3, ldy = m + 2;
+                const int64_t g = gemm_n(type), m = ms[mi], k = ks[ki], nmax = g + 50;
+                const int64_t ldx = k + 3, ldy = m + 2;
                 size_t rb;
                 unsigned char *wq = make_w(type, m, k, -1.0f, 1.0f, &r, &rb);
                 float *x = malloc(sizeof(float) * (size_t)(nmax * ldx));
@@ -272,8 +280,14 @@ static void test_gemm_reference(void **state) {
                     x[e] = tu_rng_uniform(&r, -1.0f, 1.0f) * ldexpf(1.0f, (int)(tu_rng_u64(&r) % 12));
                 qmm_weights *w;
                 assert_int_equal(qmm_weights_create(ctx, type, m, k, wq, rb, &w), QMM_OK);
+                if (g > 1) {
+                    qmm_path path;
+                    assert_int_equal(qmm_context_set_strategy(ctx, QMM_STRATEGY_FUSED), QMM_OK);
+                    assert_int_equal(qmm_matmul_path(ctx, w, g - 1, &path), QMM_OK);
+                    assert_string_equal(path.kernel, DOT.name);
+                }
                 for (int ni = 0; ni < 7; ni++) {
-                    const int64_t n = ns[ni];
+                    const int64_t n = g + dn[ni];
                     tu_poison_fill(y, (size_t)(nmax * ldy));
                     assert_string_equal(run(ctx, w, QMM_STRATEGY_FUSED, n, x, ldx, y, ldy), GEMM.name);
                     assert_true(tu_padding_intact(y, n, m, ldy));
@@ -300,6 +314,7 @@ static int64_t rows_independent_of_n(const kernel *kn, int *cases_out) {
     static const int64_t ns[] = {1, 2, 7, 16, 33, 512};
     const int64_t m = 45, nmax = 512;
     tu_rng r = tu_rng_make(0xB1);
+    /* fused_gemm_avx2 from its first n (smaller n run fused_avx2) */
     int64_t bad = 0;
     int cases = 0;
     for (int t = 0; t < QMM_TYPE_COUNT; t++) {
@@ -325,7 +340,8 @@ static int64_t rows_independent_of_n(const kernel *kn, int *cases_out) {
             bad += check_bound(kn, type, m, k, wq, rb, nmax, x, ldx, base, m, "rows");
             for (int c = 0; c < 2; c++)
                 for (int ni = 0; ni < 6; ni++) {
-                    const int64_t n = ns[ni];
+                    const int64_t g = kn == &GEMM ? gemm_n(type) - 1 : 0;
+                    const int64_t n = ni < 5 ? ns[ni] + g : ns[ni];
                     const char *used = run(ctx[c], w[c], QMM_STRATEGY_FUSED, n, x, ldx, y, m);
                     if (kn == &GEMM) assert_string_equal(used, GEMM.name);
                     cases++;
@@ -386,7 +402,7 @@ static void one_sign_long_k(const kernel *kn) {
     qmm_context *ctx = make_ctx("avx2", 2, kn->flags);
     static const qmm_type types[] = {QMM_TYPE_F32, QMM_TYPE_F16, QMM_TYPE_BF16, QMM_TYPE_Q8_0,
                                      QMM_TYPE_Q4_K, QMM_TYPE_Q6_K, QMM_TYPE_IQ2_XXS};
-    const int64_t m = 19, k = 16384, n = kn == &DOT ? DOT_MIN_N : 20;
+    const int64_t m = 19, k = 16384, n = kn == &DOT ? DOT_MIN_N : gemm_n(QMM_TYPE_F32) + 4;
     tu_rng r = tu_rng_make(0xA1);
     int64_t bad = 0;
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
@@ -425,7 +441,7 @@ static int fclass(float v) { return isnan(v) ? 0 : isinf(v) ? (v > 0 ? 1 : 2) : 
 static void nonfinite(const kernel *kn) {
     qmm_context *ctx = make_ctx("avx2", 2, kn->flags);
     static const qmm_type types[] = {QMM_TYPE_F32, QMM_TYPE_F16, QMM_TYPE_BF16, QMM_TYPE_Q8_0};
-    const int64_t m = 9, n = kn == &DOT ? DOT_MIN_N : 7;
+    const int64_t m = 9, n = kn == &DOT ? DOT_MIN_N : gemm_n(QMM_TYPE_F32) + 1;
     static const int64_t ks[] = {37, 1056, 2080};
     tu_rng r = tu_rng_make(0x1F);
     int64_t bad = 0, nonfinite_seen = 0;
@@ -517,8 +533,8 @@ static void test_x_guard_page(void **state) {
     qmm_context *ctxs[2] = {make_ctx("avx2", 2, GEMM.flags), make_ctx("avx2", 2, DOT.flags)};
     static const qmm_type types[] = {QMM_TYPE_F32, QMM_TYPE_F16, QMM_TYPE_BF16};
     static const int64_t ks[] = {1, 7, 9, 31, 1025, 2051};
-    /* fused_gemm_avx2 at n = 1 and 4, fused_avx2 (batch-invariant) at DOT_MIN_N */
-    static const int64_t ns[] = {1, 4, DOT_MIN_N};
+    /* fused_gemm_avx2 at its first n and 3 more, fused_avx2 (batch-invariant) at DOT_MIN_N */
+    const int64_t ns[] = {gemm_n(QMM_TYPE_F32), gemm_n(QMM_TYPE_F32) + 3, DOT_MIN_N};
     const int64_t m = 7;
     tu_rng r = tu_rng_make(0x9A);
     const size_t page = (size_t)sysconf(_SC_PAGESIZE);

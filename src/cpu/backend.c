@@ -51,7 +51,7 @@ static const qmm_cpu_impl cpu_impls[] = {
      qmm_cpu_x86_matmul_fused_amx, QMM_PRECISION_HALF, NULL},
     {QMM_STRATEGY_FUSED, "fused_gemm_avx2", QMM_CPU_ISA_AVX2, NULL,
      qmm_cpu_x86_fused_gemm_avx2_supports, qmm_cpu_x86_matmul_fused_gemm_avx2, QMM_PRECISION_F32,
-     NULL},
+     qmm_cpu_x86_fused_gemm_avx2_kernel},
     {QMM_STRATEGY_FUSED, "fused_avx2", QMM_CPU_ISA_AVX2, NULL, NULL,
      qmm_cpu_x86_matmul_fused_avx2, QMM_PRECISION_F32, qmm_cpu_x86_fused_avx2_kernel},
 #endif

@@ -77,6 +77,9 @@ typedef struct qmm_cpu_auto_rows {
  */
 qmm_cpu_auto_row qmm_cpu_auto_lookup(const qmm_cpu_auto_rows *tuned, qmm_cpu_isa isa,
                                      qmm_type type, int64_t m, int64_t k, bool *from_file);
+/* The smallest n at which strategy fused runs fused_gemm_avx2 rather than fused_avx2 at
+ * level isa (avx2, avx512) outside batch-invariant mode (data: src/cpu/auto_table.c). */
+int64_t qmm_cpu_fused_gemm_min_n(qmm_cpu_isa isa, qmm_type type);
 /* "compiled-in table for <level>" (static storage). */
 const char *qmm_cpu_auto_compiled_name(qmm_cpu_isa isa);
 /* The tuning file's rows parser (a qmm_tuning_rows_fn, core/tuning.h; `out` is a

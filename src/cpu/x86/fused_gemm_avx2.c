@@ -4,6 +4,9 @@
  * exact float W panels. docs/KERNELS.md ("x86: fused_gemm_avx2") has the order, the bound
  * and the memory; this comment says how the code gets there.
  *
+ * Below n = qmm_cpu_fused_gemm_min_n (auto_table.c: measured) the call goes to fused_avx2,
+ * whose kernel needs no W panel per call.
+ *
  * Order of one output y[j][i] (depends only on k): k in panels of KC = 256 from 0; in a
  * panel one f32 FMA chain from 0 in increasing p (acc = fma(w[p], x[p], acc)); the first
  * panel's chain is stored, each later one added to the stored float (y = y + chain). Each
@@ -275,8 +278,17 @@ bool qmm_cpu_x86_fused_gemm_avx2_supports(const qmm_context *ctx, qmm_type type,
     return true;
 }
 
+static bool uses_gemm(const qmm_context *ctx, qmm_type type, int64_t n) {
+    return n >= qmm_cpu_fused_gemm_min_n(((const qmm_cpu_state *)ctx->backend)->isa, type);
+}
+
+const char *qmm_cpu_x86_fused_gemm_avx2_kernel(const qmm_context *ctx, qmm_type type, int64_t n) {
+    return uses_gemm(ctx, type, n) ? "fused_gemm_avx2" : "fused_avx2";
+}
+
 qmm_status qmm_cpu_x86_matmul_fused_gemm_avx2(qmm_context *ctx, const qmm_weights *w, int64_t n,
                                               const float *x, int64_t ldx, float *y, int64_t ldy) {
+    if (!uses_gemm(ctx, w->type, n)) return qmm_cpu_x86_matmul_fused_avx2(ctx, w, n, x, ldx, y, ldy);
     qmm_cpu_state *st = ctx->backend;
     const qmm_cpu_weights *cw = w->backend;
     problem pb = {.t = qmm_type_traits_get(w->type), .type = w->type, .m = w->m, .k = w->k,

@@ -84,11 +84,14 @@ bool qmm_cpu_x86_fused_avx2_uses_gemv(const qmm_context *ctx, qmm_type type, int
 const char *qmm_cpu_x86_fused_avx2_kernel(const qmm_context *ctx, qmm_type type, int64_t n);
 
 /* fused on AVX2 + FMA + F16C outside batch-invariant mode (fused_gemm_avx2.c), every weight
- * type, precision class f32: a register-blocked GEMM on exact float W panels, in its own
- * order (per panel of 256 one FMA chain; docs/KERNELS.md), which depends on k only but is
- * not gemv's; supports() refuses under QMM_FLAG_BATCH_INVARIANT (fused_avx2 then runs). */
+ * type, precision class f32: from n = qmm_cpu_fused_gemm_min_n (data, auto_table.c) a
+ * register-blocked GEMM on exact float W panels, in its own order (per panel of 256 one FMA
+ * chain; docs/KERNELS.md), which depends on k only but is not gemv's; below it fused_avx2.
+ * supports() refuses under QMM_FLAG_BATCH_INVARIANT (fused_avx2 then runs every n);
+ * qmm_cpu_x86_fused_gemm_avx2_kernel names what runs. */
 bool qmm_cpu_x86_fused_gemm_avx2_supports(const qmm_context *ctx, qmm_type type, const char **why);
 qmm_status qmm_cpu_x86_matmul_fused_gemm_avx2(qmm_context *ctx, const qmm_weights *w, int64_t n,
                                               const float *x, int64_t ldx, float *y, int64_t ldy);
+const char *qmm_cpu_x86_fused_gemm_avx2_kernel(const qmm_context *ctx, qmm_type type, int64_t n);
 
 #endif /* QMM_CPU_X86_BACKEND_H */
