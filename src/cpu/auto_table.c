@@ -194,12 +194,13 @@ static qmm_cpu_auto_row default_row(qmm_cpu_isa isa, qmm_type type) {
  * every element) is not yet paid for. Measured on the Zen 3 VM (2 threads, hot caches, the two
  * kernels called alternately in one process):
  *   build/cpu_ab TYPE 4608 1024 N fused,bi-fused 15-21 2    (dev/cpu_ab.c; bi-fused runs
- *   fused_avx2 at these n), TYPE in f32, f16, bf16, iq2_xxs, tq2_0, q4_K, q8_0, N in 8, 16,
- *   32, 64; and 1024 4608 for f32, f16
+ *   fused_avx2 at these n), TYPE in f32, f16, bf16, iq2_xxs, tq2_0, q4_K, q8_0, N in 16, 32,
+ *   64 (and 8 for f32, f16, bf16); and 1024 4608 for f32, f16
  * (bench/results/zen3-fused-gemm-crossover.md): fused_avx2 ahead or level through n = 16 for
- * every type, split at n = 32, fused_gemm_avx2 ahead at n = 64 for every type (1.04-1.26x;
- * 1.3-1.9x at n = 512). One value for every type and both levels: not measured per type or on
- * an AVX-512 CPU. */
+ * every type, split at n = 32, fused_gemm_avx2 ahead or level at n = 64 for every type (median
+ * speed 0.97-1.21x fused_avx2's; at n = 512 1.3-2.0x for the float types,
+ * bench/results/2026-12-03-zen3-float-bi-vs-default/). One value for every type and both
+ * levels: not measured per type or on an AVX-512 CPU. */
 #define FUSED_GEMM_MIN_N 64
 
 int64_t qmm_cpu_fused_gemm_min_n(qmm_cpu_isa isa, qmm_type type) {

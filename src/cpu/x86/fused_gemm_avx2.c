@@ -11,9 +11,9 @@
  * panel one f32 FMA chain from 0 in increasing p (acc = fma(w[p], x[p], acc)); the first
  * panel's chain is stored, each later one added to the stored float (y = y + chain). Each
  * output is one lane of one accumulator, and every lane does the same operations whatever
- * the tile, its edges, n or the thread, so the result is deterministic and does not depend
- * on n — but it is not the gemv order, so batch-invariant mode (whose small n run gemv)
- * takes fused_avx2 instead (supports() below).
+ * the tile, its edges, n or the thread, so the result is deterministic and the same for
+ * every n this kernel runs (n >= the switch above) — but it is not the gemv order, so
+ * batch-invariant mode (whose small n run gemv) takes fused_avx2 instead (supports() below).
  *
  * Micro-kernel (tile): 16 W rows (two ymm of a W panel interleaved 16 rows per element) x
  * NR <= 6 X rows (broadcast from X packed 6 rows per element) = 12 ymm accumulators; a step
@@ -40,7 +40,7 @@
 #define MR 16        /* W rows per tile */
 #define NR 6         /* X rows per tile (group) */
 #ifndef MC
-#define MC 128       /* W rows per task at most (a multiple of MR) */
+#define MC 128       /* W rows per task at most (MR times a power of two: plan() halves it) */
 #endif
 #define X_CHUNK 48   /* X rows packed at once (a multiple of NR) */
 

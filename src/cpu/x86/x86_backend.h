@@ -87,7 +87,8 @@ const char *qmm_cpu_x86_fused_avx2_kernel(const qmm_context *ctx, qmm_type type,
  * type, precision class f32: from n = qmm_cpu_fused_gemm_min_n (data, auto_table.c) a
  * register-blocked GEMM on exact float W panels, in its own order (per panel of 256 one FMA
  * chain; docs/KERNELS.md), which depends on k only but is not gemv's; below it fused_avx2.
- * supports() refuses under QMM_FLAG_BATCH_INVARIANT (fused_avx2 then runs every n);
+ * supports() refuses under QMM_FLAG_BATCH_INVARIANT (fused_avx2 then takes every n, with
+ * the gemv kernels of its order at decode sizes);
  * qmm_cpu_x86_fused_gemm_avx2_kernel names what runs. */
 bool qmm_cpu_x86_fused_gemm_avx2_supports(const qmm_context *ctx, qmm_type type, const char **why);
 qmm_status qmm_cpu_x86_matmul_fused_gemm_avx2(qmm_context *ctx, const qmm_weights *w, int64_t n,
