@@ -199,7 +199,7 @@ static qmm_cpu_auto_row default_row(qmm_cpu_isa isa, qmm_type type) {
  * (bench/results/zen3-fused-gemm-crossover.md): fused_avx2 ahead or level through n = 16 for
  * every type, split at n = 32, fused_gemm_avx2 ahead or level at n = 64 for every type (median
  * speed 0.97-1.21x fused_avx2's; at n = 512 1.3-2.0x for the float types,
- * bench/results/2026-12-03-zen3-float-bi-vs-default/). One value for every type and both
+ * bench/results/zen3-float-bi-vs-default/). One value for every type and both
  * levels: not measured per type or on an AVX-512 CPU. */
 #define FUSED_GEMM_MIN_N 64
 

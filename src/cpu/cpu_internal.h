@@ -42,6 +42,18 @@
 /* Alignment of packed weights, scratch buffers and qmm_buffer_alloc memory. */
 #define QMM_CPU_ALIGN 64
 
+/* Below this many flops (2 m n k) per thread a call uses fewer threads (provisional). */
+#define QMM_CPU_MIN_FLOPS_PER_THREAD (1 << 20)
+
+/* The team of a tiled call: at most n_threads, at most `tasks`, one per
+ * QMM_CPU_MIN_FLOPS_PER_THREAD of work, at least 1. */
+static inline int qmm_cpu_team_size(int n_threads, int64_t tasks, int64_t m, int64_t n, int64_t k) {
+    const double per = 2.0 * (double)m * (double)n * (double)k / QMM_CPU_MIN_FLOPS_PER_THREAD;
+    int64_t t = per >= (double)n_threads ? n_threads : (int64_t)per;
+    if (t > tasks) t = tasks;
+    return t < 1 ? 1 : (int)t;
+}
+
 /*
  * What `auto` runs for one (ISA level, weight type): int8 for int8_min_n <= n <= int8_max_n
  * (when an int8 kernel exists for the type), else gemv for n <= gemv_max_n, else fused.

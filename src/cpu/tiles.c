@@ -17,7 +17,6 @@
 
 /* Work (2*m*n*k flops) below which one more thread costs more than it gives: a fork/join
  * of the OpenMP team is a few microseconds. PROVISIONAL, to be measured with qmm tune. */
-#define QMM_CPU_MIN_FLOPS_PER_THREAD (1 << 20)
 
 /* Bytes of one thread's scratch for a tiling: W panel buffer, then the accumulators. */
 static size_t scratch_bytes(qmm_cpu_tiling t) {
@@ -60,11 +59,7 @@ qmm_status qmm_cpu_run_tiled(qmm_context *ctx, const qmm_weights *w, qmm_cpu_til
     const int64_t tiles_m = (w->m + tiling.mr - 1) / tiling.mr;
     const int64_t chunks_n = (n + tiling.nb - 1) / tiling.nb;
     const int64_t n_tasks = tiles_m * chunks_n;
-    const double flops = 2.0 * (double)w->m * (double)n * (double)w->k;
-    int64_t n_threads = (int64_t)(flops / QMM_CPU_MIN_FLOPS_PER_THREAD);
-    if (n_threads > n_tasks) n_threads = n_tasks;
-    if (n_threads > st->n_threads) n_threads = st->n_threads;
-    if (n_threads < 1) n_threads = 1;
+    const int n_threads = qmm_cpu_team_size(st->n_threads, n_tasks, w->m, n, w->k);
     const qmm_cpu_panel_f32_kernel *panel = st->panel;
 
 #pragma omp parallel for num_threads((int)n_threads) schedule(dynamic, 1) if (n_threads > 1)

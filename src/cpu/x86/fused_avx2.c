@@ -73,8 +73,6 @@
 #define SUB_ROWS 48
 #endif
 
-/* Below this many flops (2 m n k) per thread, fewer threads (as the tiled driver). */
-#define MIN_FLOPS_PER_THREAD (1 << 20)
 
 #define INL static inline __attribute__((always_inline))
 
@@ -392,12 +390,7 @@ qmm_status qmm_cpu_x86_matmul_fused_avx2(qmm_context *ctx, const qmm_weights *w,
 
     const int64_t tiles = ceil_div(w->m, pb.task_rows), chunks = ceil_div(n, pb.task_n);
     const int64_t tasks = tiles * chunks;
-    const double flops = 2.0 * (double)w->m * (double)n * (double)w->k;
-    int64_t threads = flops / MIN_FLOPS_PER_THREAD >= (double)st->n_threads
-                          ? st->n_threads
-                          : (int64_t)(flops / MIN_FLOPS_PER_THREAD);
-    if (threads > tasks) threads = tasks;
-    if (threads < 1) threads = 1;
+    const int threads = qmm_cpu_team_size(st->n_threads, tasks, w->m, n, w->k);
     /* tasks handed out one at a time: a thread that starts late (a shared machine) leaves its
      * tasks to the others; each output belongs to one task */
 #pragma omp parallel for num_threads((int)threads) schedule(dynamic, 1) if (threads > 1)

@@ -44,8 +44,6 @@
 #endif
 #define X_CHUNK 48   /* X rows packed at once (a multiple of NR) */
 
-/* Below this many flops (2 m n k) per thread, fewer threads (as the tiled driver). */
-#define MIN_FLOPS_PER_THREAD (1 << 20)
 
 #define INL static inline __attribute__((always_inline))
 
@@ -313,12 +311,7 @@ qmm_status qmm_cpu_x86_matmul_fused_gemm_avx2(qmm_context *ctx, const qmm_weight
 
     const int64_t tiles_m = ceil_div(w->m, pb.task_rows), chunks = ceil_div(n, pb.task_n);
     const int64_t tasks = tiles_m * chunks;
-    const double flops = 2.0 * (double)w->m * (double)n * (double)w->k;
-    int64_t threads = flops / MIN_FLOPS_PER_THREAD >= (double)st->n_threads
-                          ? st->n_threads
-                          : (int64_t)(flops / MIN_FLOPS_PER_THREAD);
-    if (threads > tasks) threads = tasks;
-    if (threads < 1) threads = 1;
+    const int threads = qmm_cpu_team_size(st->n_threads, tasks, w->m, n, w->k);
     /* tasks handed out one at a time; each output belongs to one task */
 #pragma omp parallel for num_threads((int)threads) schedule(dynamic, 1) if (threads > 1)
     for (int64_t task = 0; task < tasks; task++) {
