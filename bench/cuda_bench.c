@@ -16,7 +16,7 @@
  *   <build>/libqmm.a -lcublas -lcublasLt -lnvrtc -lopenblas -lcjson -lgomp -lm
  * Usage: cuda_bench [--quick] [--types T,T..] [--ns N,N..] [--strategies S,S..] [--shapes MxK,..]
  *                   [--decode-only] [--no-decode]
- *                   [--int8-sweep] [--int8-repack] [--fused-sweep] [--rotate-w R]
+ *                   [--int8-sweep] [--int8-repack] [--fused-sweep] [--f16-groups] [--rotate-w R]
  *   --quick: first shape only; --types / --ns / --strategies: subsets (default
  *   q4_0,q4_K,q6_K,f16; 1,8,512,2048; every strategy and auto); --shapes: instead of the LFM
  *   shapes; --decode-only: only the two large n = 1 shapes; --no-decode: without them;
@@ -24,6 +24,9 @@
  *   split (qmm_cuda_int8_force; rows "int8[cC sS]", each verified; n <= 8: the split only);
  *   --int8-repack: at n <= 8 int8 also on the repack's skinny kernel instead of the GGUF rows
  *   (qmm_cuda_int8_force_gemv(0); row "int8(int8_repack_mma)", verified);
+ *   --f16-groups: dequant_hgemm also with W decoded to f16 by groups of 8 and by the unit
+ *   decoders, whichever the library picks for the type (qmm_cuda_f16_decoder(0) and (1); rows
+ *   "dequant_hgemm(groups)" and "dequant_hgemm(units)", verified);
  *   --fused-sweep: fused also with each forced tile configuration C of its kernel on the int8
  *   repack and split-k S = 1, 2, 4 (qmm_cuda_half_force; rows "fused[cC sS]", each verified);
  *   --rotate-w R (1..8): R weights objects of the same W rotated through the timed calls (so
@@ -75,7 +78,7 @@ static qmm_strategy g_strategies[QMM_STRATEGY_COUNT] = {
     QMM_STRATEGY_GEMV, QMM_STRATEGY_DEQUANT_SGEMM, QMM_STRATEGY_CACHED_F16, QMM_STRATEGY_DEQUANT_HGEMM,
     QMM_STRATEGY_FUSED, QMM_STRATEGY_FP8, QMM_STRATEGY_INT8, QMM_STRATEGY_AUTO};
 static int g_n_strategies = 8;
-static int g_int8_sweep = 0, g_fused_sweep = 0, g_rotate_w = 1, g_int8_repack = 0;
+static int g_int8_sweep = 0, g_fused_sweep = 0, g_rotate_w = 1, g_int8_repack = 0, g_f16_groups = 0;
 #define MAX_ROTATE 8
 
 /* The CUDA backend's int8 test and bench aid (src/cuda/cuda_internal.h): force the GEMM tile
@@ -84,6 +87,8 @@ void qmm_cuda_int8_force(int cfg, int split);
 /* n <= 8: 0 keeps int8 on the repack's skinny kernel, -1 the library's choice (the GGUF-row
  * kernel where it takes the shape). */
 void qmm_cuda_int8_force_gemv(int mode);
+/* dequant_hgemm's W to f16: 0 by groups of 8, 1 by the unit decoders, -1 the library's choice. */
+void qmm_cuda_f16_decoder(int mode);
 /* The same for fused on the int8 repack (tile configuration, split; -1: the library's choice). */
 void qmm_cuda_half_force(int cfg, int split);
 int qmm_cuda_half_configs(void);
@@ -93,6 +98,9 @@ int qmm_cuda_half_wgmma_available(void);
 static void force(qmm_strategy strategy, int variant) {
     /* int8 variant -2: the library's choice, but n <= 8 on the repack's skinny kernel */
     qmm_cuda_int8_force_gemv(strategy == QMM_STRATEGY_INT8 && variant == -2 ? 0 : -1);
+    /* dequant_hgemm variants -2, -3: W to f16 by groups of 8, by the unit decoders */
+    const bool hg = strategy == QMM_STRATEGY_DEQUANT_HGEMM;
+    qmm_cuda_f16_decoder(hg && variant == -2 ? 0 : hg && variant == -3 ? 1 : -1);
     const bool i8 = strategy == QMM_STRATEGY_INT8 && variant >= 0;
     qmm_cuda_int8_force(i8 ? variant / 2 : -1, i8 ? variant % 2 : -1);
     /* fused variants: configuration variant % 16, split variant / 16 (0: the library's); the
@@ -128,6 +136,8 @@ static void time_one(qmm_context *ctx, qmm_weights **ws, qmm_type type, int64_t 
     if (variant >= 0 && strategy == QMM_STRATEGY_FUSED) snprintf(name, sizeof name, "fused[c%d s%d]", variant % 16, variant / 16);
     if (variant < 0 && strategy == QMM_STRATEGY_FUSED) snprintf(name, sizeof name, "fused(%s)", path_kernel(ctx, w, n));
     if (variant < 0 && strategy == QMM_STRATEGY_INT8) snprintf(name, sizeof name, "int8(%s)", path_kernel(ctx, w, n));
+    if (variant == -2 && strategy == QMM_STRATEGY_DEQUANT_HGEMM) snprintf(name, sizeof name, "dequant_hgemm(groups)");
+    if (variant == -3 && strategy == QMM_STRATEGY_DEQUANT_HGEMM) snprintf(name, sizeof name, "dequant_hgemm(units)");
     CHECK(qmm_matmul(ctx, w, n, dx, k, dy, m));
     CHECK(qmm_buffer_download(ctx, out, dy, (size_t)(n * m) * sizeof(float)));
     qmm_diff d;
@@ -194,7 +204,9 @@ static void run_case(qmm_context *ctx, qmm_type type, int64_t m, int64_t k, int6
     if (!wf || !wq || !x || !ref || !out) exit(1);
     for (int64_t i = 0; i < m * k; i++) wf[i] = urand();
     for (int64_t i = 0; i < SETS * n * k; i++) x[i] = urand();
-    CHECK(qmm_quantize_rows(type, wf, wq, m, k));
+    /* types without a reference quantizer (most i-quants): random valid blocks */
+    if (qmm_type_has_quantizer(type)) CHECK(qmm_quantize_rows(type, wf, wq, m, k));
+    else CHECK(qmm_random_rows(type, 1, 1.0, wq, m, k));
     /* reference for input set 0, rows in parallel chunks */
 #pragma omp parallel for schedule(dynamic)
     for (int64_t t0 = 0; t0 < n; t0 += 8) {
@@ -211,6 +223,8 @@ static void run_case(qmm_context *ctx, qmm_type type, int64_t m, int64_t k, int6
         time_one(ctx, ws, type, m, k, n, rb, dx, dy, out, ref, g_strategies[si], -1);
         if (g_int8_repack && g_strategies[si] == QMM_STRATEGY_INT8 && n <= 8)
             time_one(ctx, ws, type, m, k, n, rb, dx, dy, out, ref, g_strategies[si], -2);
+        if (g_f16_groups && g_strategies[si] == QMM_STRATEGY_DEQUANT_HGEMM)
+            for (int v = -2; v >= -3; v--) time_one(ctx, ws, type, m, k, n, rb, dx, dy, out, ref, g_strategies[si], v);
         if (g_int8_sweep && g_strategies[si] == QMM_STRATEGY_INT8)
             for (int v = 0; v < (n <= 8 ? 2 : 6); v++) time_one(ctx, ws, type, m, k, n, rb, dx, dy, out, ref, g_strategies[si], v);
         if (g_fused_sweep && g_strategies[si] == QMM_STRATEGY_FUSED)
@@ -269,7 +283,7 @@ static int parse_n(const char *s, void *out, int i) {
 
 int main(int argc, char **argv) {
     int quick = 0, decode_only = 0, no_decode = 0;
-    qmm_type types[16] = {QMM_TYPE_Q4_0, QMM_TYPE_Q4_K, QMM_TYPE_Q6_K, QMM_TYPE_F16};
+    qmm_type types[QMM_TYPE_COUNT] = {QMM_TYPE_Q4_0, QMM_TYPE_Q4_K, QMM_TYPE_Q6_K, QMM_TYPE_F16};
     int n_types = 4;
     int64_t ns[16] = {1, 8, 512, 2048};
     int n_ns = 4;
@@ -282,20 +296,21 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[i], "--int8-sweep") == 0) g_int8_sweep = 1;
         else if (strcmp(argv[i], "--fused-sweep") == 0) g_fused_sweep = 1;
         else if (strcmp(argv[i], "--int8-repack") == 0) g_int8_repack = 1;
+        else if (strcmp(argv[i], "--f16-groups") == 0) g_f16_groups = 1;
         else if (strcmp(argv[i], "--shapes") == 0 && i + 1 < argc &&
                  (n_shapes = parse_list(argv[++i], 16, parse_shape, shapes)) > 0) {
         }
         else if (strcmp(argv[i], "--rotate-w") == 0 && i + 1 < argc && atoi(argv[i + 1]) >= 1 &&
                  atoi(argv[i + 1]) <= MAX_ROTATE) g_rotate_w = atoi(argv[++i]);
         else if (strcmp(argv[i], "--types") == 0 && i + 1 < argc &&
-                 (n_types = parse_list(argv[++i], 16, parse_type, types)) > 0) {
+                 (n_types = parse_list(argv[++i], QMM_TYPE_COUNT, parse_type, types)) > 0) {
         } else if (strcmp(argv[i], "--strategies") == 0 && i + 1 < argc &&
                    (g_n_strategies = parse_list(argv[++i], QMM_STRATEGY_COUNT, parse_strategy, g_strategies)) > 0) {
         } else if (strcmp(argv[i], "--ns") == 0 && i + 1 < argc &&
                    (n_ns = parse_list(argv[++i], 16, parse_n, ns)) > 0) {
         } else {
             fprintf(stderr, "usage: cuda_bench [--quick] [--types T,T..] [--ns N,N..] [--strategies S,S..] "
-                            "[--shapes MxK,..] [--decode-only] [--no-decode] [--int8-sweep] [--int8-repack] [--fused-sweep] "
+                            "[--shapes MxK,..] [--decode-only] [--no-decode] [--int8-sweep] [--int8-repack] [--fused-sweep] [--f16-groups] "
                             "[--rotate-w R]\n");
             return 2;
         }

@@ -8,7 +8,7 @@ step() { case "$steps" in *" $1 "*) ;; *) return 1;; esac
          if [ "$(left)" -lt 15 ]; then echo "== $1: skipped (deadline)"; return 1; fi
          echo "== $1 ($(( $(date +%s) - T0 )) s, $(left) s left)"; }
 loads() { [ -x "$1" ] && ! ldd "$1" | grep -q "not found"; }
-summary() { grep -E "^\[ +(FAILED|PASSED) +\]|^\[  FAILED  \]|runs|agree|rror|fail" "$1" | head -"${2:-8}"; }
+summary() { grep -E "^\[ +(FAILED|PASSED) +\]|^\[  FAILED  \]|runs|agree|identical|rror|fail" "$1" | head -"${2:-8}"; }
 # full: the whole test_cuda ($1, limit $2 s), then test_conformance ($3) on the CUDA backend
 full_step() {
   timeout "$(lim "$2")" "$1" > "$L/test_cuda_full.log" 2>&1; echo "test_cuda (full) rc=$?"; summary "$L/test_cuda_full.log" 30

@@ -17,6 +17,11 @@
 #   small     gemv, int8 and fused at n = 2, 4, 8, 9 (the gemv_max_n crossover of auto)
 #   hgemm     dequant_hgemm against fused, int8 and cached_f16 for q4_0, q4_K, q5_K, q6_K, q8_0
 #             at n = 16 .. 2048 (the hgemm_min_n crossover of auto)
+#   f16dec    dequant_hgemm's W to f16 by the unit decoders against the groups of 8: the
+#             bit-exact test of both decoders and the hgemm chunk test, then dequant_hgemm with each
+#             decoder and cached_f16 (the same cuBLAS GEMM on a kept f16 W) for F16DEC_TYPES
+#             (default q4_0,q4_K,q5_K,q6_K,q8_0) at F16DEC_NS (default 128,512,2048); the
+#             difference is the W conversion
 #   model     qmm bench --backend cuda: the whole LFM2.5-350M prefill (n = 512) under the default
 #             and unlimited cache policies, and the preset at n = 1, 512 (JSON in $OUT)
 #   peer      ggml_mmbench -B CUDA0 -G 100 on the same shapes, types and n
@@ -63,6 +68,15 @@ if step hgemm; then
   timeout "$(lim 150)" "$B" --types q4_0,q4_K,q5_K,q6_K,q8_0 --ns 16,32,64,128,256,512,2048 \
     --strategies dequant_hgemm,fused,int8,cached_f16 --no-decode > "$L/bench_hgemm.log" 2>&1
   echo "hgemm rc=$?"; cat "$L/bench_hgemm.log"
+fi
+if step f16dec; then
+  for f in test_dequantize_f16_bit_exact test_dequant_hgemm_chunks; do
+    QMM_TEST_CUDA_FILTER="$f" timeout "$(lim 100)" "$T" > "$L/test_cuda_$f.log" 2>&1
+    echo "test_cuda $f rc=$?"; summary "$L/test_cuda_$f.log" 6
+  done
+  timeout "$(lim 240)" "$B" --types "${F16DEC_TYPES:-q4_0,q4_K,q5_K,q6_K,q8_0}" --ns "${F16DEC_NS:-128,512,2048}" \
+    --strategies dequant_hgemm,cached_f16 --f16-groups --no-decode > "$L/bench_f16dec.log" 2>&1
+  echo "f16dec rc=$?"; cat "$L/bench_f16dec.log"
 fi
 if step model; then
   Q=$BINS/qmm

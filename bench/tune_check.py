@@ -9,6 +9,17 @@ verified rows count. Exit status 1 on a miss, on a row that ran but was not veri
 unverified), on a point whose forced row of auto's strategy did not run, when no auto row was
 checked, or when the sweep's header does not name a tuning file.
 
+The sweep screens: its points are timed once per sweep, next to three other strategies in
+one process, so on a machine whose run-to-run spread is near the slack some points miss in
+one sweep and not the next. Every miss of the screen is written to OUTDIR/misses.txt (one
+line: type m k n auto's-strategy fastest-strategy) for bench/tune_check.sh to time again
+head to head: OUTDIR/confirm/rR-STRATEGY-TYPE-MxK-nN.json, one `qmm bench` process per
+strategy and round R, the two strategies' order alternating between rounds. Where
+OUTDIR/confirm/ exists, a miss of the screen stands when the median over the rounds of
+(auto's strategy's time / the faster one's, both from round R) is above --slack; a miss
+without confirm rows for both strategies stands; a confirm row that failed verification fails
+the check.
+
 Usage: python3 bench/tune_check.py [--slack 1.10] OUTDIR
 """
 import argparse
@@ -16,6 +27,7 @@ import glob
 import json
 import lzma
 import os
+import re
 import statistics
 import sys
 
@@ -37,6 +49,30 @@ def load(outdir):
         with (lzma.open(f, "rt") if f.endswith(".xz") else open(f)) as fh:
             runs.append(json.load(fh))
     return files, runs
+
+
+def load_confirm(outdir):
+    """OUTDIR/confirm/rR-*.json -> ({(type, m, k, n): {R: {strategy: ms}}}, failures)."""
+    d = os.path.join(outdir, "confirm")
+    if not os.path.isdir(d):
+        return None, []
+    rounds, failed = {}, []
+    for f in sorted(glob.glob(os.path.join(d, "r*.json")) + glob.glob(os.path.join(d, "r*.json.xz"))):
+        mt = re.match(r"r(\d+)-", os.path.basename(f))
+        if not mt:
+            continue
+        with (lzma.open(f, "rt") if f.endswith(".xz") else open(f)) as fh:
+            run = json.load(fh)
+        for r in run["rows"]:
+            if r.get("total"):
+                continue
+            key = (r["type"], r["m"], r["k"], r["n"])
+            if r.get("status") != "ok" or r.get("verified") is not True:
+                st = r.get("status") if r.get("status") != "ok" else "unverified"
+                failed.append((key, r.get("strategy"), st, os.path.basename(f)))
+                continue
+            rounds.setdefault(key, {}).setdefault(int(mt.group(1)), {})[r["strategy"]] = r["ms"]
+    return rounds, failed
 
 
 def main():
@@ -111,14 +147,43 @@ def main():
     out.append(f"**{len(misses)} miss(es)** over {len(auto)} points: {len(misses) - n_within} "
                f"against auto's candidates ({', '.join(AUTO_CANDIDATES)}), {n_within} only "
                f"against a path auto does not take (dequant_sgemm).")
+    with open(os.path.join(a.outdir, "misses.txt"), "w") as fh:
+        for key, s, kern, ms, b, bms, ratio, within in misses:
+            fh.write(f"{key[0]} {key[1]} {key[2]} {key[3]} {s} {b}\n")
+    confirm, confirm_failed = load_confirm(a.outdir)
+    standing = 0
     for key, s, kern, ms, b, bms, ratio, within in misses:
-        out.append(f"- {key[0]} {key[1]}x{key[2]} n={key[3]}: auto {s} ({kern}) {ms:.4f} ms, "
-                   f"{b} {bms:.4f} ms: {ratio:.2f}x")
+        line = (f"- {key[0]} {key[1]}x{key[2]} n={key[3]}: auto {s} ({kern}) {ms:.4f} ms, "
+                f"{b} {bms:.4f} ms: {ratio:.2f}x")
+        if confirm is None:
+            standing += 1
+        else:
+            rs = confirm.get(key, {})
+            pairs = [(rs[r][s], rs[r][b]) for r in sorted(rs) if s in rs[r] and b in rs[r]]
+            if not pairs:
+                standing += 1
+                line += "; head to head: no confirm rows, so it stands"
+            else:
+                per = [x / y for x, y in pairs]
+                cr = statistics.median(per)
+                stands = cr > a.slack
+                standing += stands
+                line += (f"; head to head over {len(pairs)} rounds: {cr:.2f}x (rounds "
+                         f"{' '.join(f'{v:.2f}' for v in per)}): "
+                         f"{'confirmed' if stands else 'not confirmed'}")
+        out.append(line)
+    if confirm is not None:
+        out.append("")
+        out.append(f"**{standing} confirmed miss(es)** of the {len(misses)} in the sweep "
+                   f"(each timed again head to head, confirm/)")
+        for key, s, status, f in confirm_failed:
+            out.append(f"- confirm row not verified ({status}): {key} {s} ({f})")
     for key, s, why in unmatched:
         out.append(f"- {key[0]} {key[1]}x{key[2]} n={key[3]}: auto {s}: {why}")
     for key, s, status, note in failed:
         out.append(f"- not verified ({status}): {key} {s} {note}")
-    ok = table.startswith("tuning file") and auto and not misses and not failed and not unmatched
+    ok = (table.startswith("tuning file") and auto and not standing and not failed and
+          not unmatched and not confirm_failed)
     if not auto:
         out.append("- no verified auto row: nothing was checked")
     if not table.startswith("tuning file"):

@@ -5,6 +5,7 @@
 #   bash bench/tune_check.sh OUTDIR
 #     [QMM=build/tools/qmm/qmm] [THREADS=nproc] [TYPES=LIST] [NS=1,4,16,64,512] [ITERS=5]
 #     [TUNE_ARGS="--quick"] [CACHES=hot with --quick, else cold] [SLACK=1.10] [REPEATS=1]
+#     [CONFIRM=5] [CONFIRM_ITERS=15] [TUNE_FILE=FILE]
 #
 # TUNE_ARGS="" runs the full (cold) `qmm tune`; CACHES then defaults to cold, like with like.
 # 1. `qmm tune $TUNE_ARGS` with XDG_CACHE_HOME=OUTDIR/cache: the file goes to the default
@@ -16,7 +17,15 @@
 #    stall the OpenMP kernels timed next to them (docs/BENCH.md). Every row verified.
 # 3. bench/tune_check.py: for each (type, shape, n), the forced time of the strategy auto picked
 #    against the fastest strategy; a point where it is more than SLACK slower is a miss
-#    (OUTDIR/check.md; exit status 1 when there is one). Measure on a quiet machine.
+#    (OUTDIR/screen.md, and the points in OUTDIR/misses.txt).
+# 4. Each miss timed again head to head (CONFIRM rounds; a round: auto's strategy and the
+#    faster one, each in a `qmm bench` process of its own with CONFIRM_ITERS calls, the order
+#    alternating between rounds; OUTDIR/confirm/), then tune_check.py judges again: a miss
+#    stands when the median over the rounds of the two times' ratio is above SLACK
+#    (OUTDIR/check.md; exit status 1 when one stands). CONFIRM=0: the screen is the verdict.
+# TUNE_FILE=FILE: no tune; FILE is copied to the cache's default location instead (to check
+# a given file, e.g. one edited to pick a slower path: the check must then fail).
+# Measure on a quiet machine.
 set -euo pipefail
 out=${1:?usage: bash bench/tune_check.sh OUTDIR}
 mkdir -p "$out/cache"
@@ -34,19 +43,29 @@ export XDG_CACHE_HOME=$out/cache
 unset QMM_TUNE_FILE QMM_STRATEGY
 { echo "# $(date -u +%FT%TZ) $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
   lscpu | grep -E "Model name|^Flags"; uptime; env | grep -E '^QMM_' || true; } > "$out/machine.txt"
-echo "== qmm tune $TUNE_ARGS --threads $THREADS"
-t0=$(date +%s.%N)
-rc=0
-# shellcheck disable=SC2086
-"$QMM" tune $TUNE_ARGS --threads "$THREADS" "${types[@]}" > "$out/tune.txt" 2> "$out/tune.err" || rc=$?
-t1=$(date +%s.%N)
-if [ "$rc" -ne 0 ]; then
-  # 1: a candidate failed verification (the file is still written without it); else fatal
-  echo "qmm tune exited with $rc:"; tail -5 "$out/tune.err"
-  [ "$rc" -eq 1 ] || exit "$rc"
+rm -rf "$out/confirm" "$out/misses.txt" "$out/screen.md"
+if [ -n "${TUNE_FILE:-}" ]; then
+  # the name the context looks for: tune-<machine id>.json (docs/TUNING.md)
+  id=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["machine"]["id"])' "$TUNE_FILE")
+  mkdir -p "$out/cache/qmm"
+  cp "$TUNE_FILE" "$out/cache/qmm/tune-$id.json"
+  echo "== no tune: $TUNE_FILE as $out/cache/qmm/tune-$id.json"
+  rm -f "$out/tune_seconds"
+else
+  echo "== qmm tune $TUNE_ARGS --threads $THREADS"
+  t0=$(date +%s.%N)
+  rc=0
+  # shellcheck disable=SC2086
+  "$QMM" tune $TUNE_ARGS --threads "$THREADS" "${types[@]}" > "$out/tune.txt" 2> "$out/tune.err" || rc=$?
+  t1=$(date +%s.%N)
+  if [ "$rc" -ne 0 ]; then
+    # 1: a candidate failed verification (the file is still written without it); else fatal
+    echo "qmm tune exited with $rc:"; tail -5 "$out/tune.err"
+    [ "$rc" -eq 1 ] || exit "$rc"
+  fi
+  python3 -c "print(f'{$t1 - $t0:.1f}')" > "$out/tune_seconds"
+  echo "tune took $(cat "$out/tune_seconds") s; $(ls "$out/cache/qmm")"
 fi
-python3 -c "print(f'{$t1 - $t0:.1f}')" > "$out/tune_seconds"
-echo "tune took $(cat "$out/tune_seconds") s; $(ls "$out/cache/qmm")"
 for r in $(seq 1 "${REPEATS:-1}"); do
   sfx=""
   [ "${REPEATS:-1}" -gt 1 ] && sfx=$r
@@ -59,4 +78,12 @@ for r in $(seq 1 "${REPEATS:-1}"); do
   done
   grep -E "^auto:" "$out/sweep$sfx.txt" || true
 done
-python3 "$(dirname "$0")/tune_check.py" --slack "${SLACK:-1.10}" "$out" | tee "$out/check.md"
+judge=(python3 "$(dirname "$0")/tune_check.py" --slack "${SLACK:-1.10}" "$out")
+rc=0
+"${judge[@]}" > "$out/screen.md" || rc=$?
+if [ "$rc" -eq 0 ] || [ "${CONFIRM:-5}" -eq 0 ] || [ ! -s "$out/misses.txt" ]; then
+  cp "$out/screen.md" "$out/check.md"
+  cat "$out/check.md"
+  exit "$rc"
+fi
+QMM=$QMM THREADS=$THREADS CACHES=$CACHES exec bash "$(dirname "$0")/tune_confirm.sh" "$out"

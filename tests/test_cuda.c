@@ -418,17 +418,25 @@ static void test_dequantize_f16_bit_exact(void **state) {
             QMM_OK_(qmm_buffer_alloc(ctx, bytes, &dsrc));
             QMM_OK_(qmm_buffer_alloc(ctx, count * sizeof(uint16_t), &ddst));
             QMM_OK_(qmm_buffer_upload(ctx, dsrc, src, bytes));
-            CUDA_OK(qmm_cuda_dequantize_f16(t, dsrc, rb, m, k, (uint16_t *)ddst, 0));
-            CUDA_OK(cudaDeviceSynchronize());
-            QMM_OK_(qmm_buffer_download(ctx, gpu, ddst, count * sizeof(uint16_t)));
-            for (size_t i = 0; i < count; i++) {
-                const uint16_t want = qmm_fp32_to_fp16(cpu[i]);
-                const bool both_nan = (want & 0x7FFFu) > 0x7C00u && (gpu[i] & 0x7FFFu) > 0x7C00u;
-                if (want != gpu[i] && !both_nan)
-                    fail_msg("dequantize to f16 %s k=%lld: element %zu (row %zu) cpu %g -> 0x%04x, gpu 0x%04x",
-                             qmm_type_name(t), (long long)k, i, i / (size_t)k, (double)cpu[i], want, gpu[i]);
+            /* each decoder: the library's pick (-1), the group kernel (0), the unit kernel (1) */
+            for (int mode = -1; mode <= 1; mode++) {
+                qmm_cuda_f16_decoder(mode);
+                CUDA_OK(cudaMemset(ddst, 0xFF, count * sizeof(uint16_t)));
+                CUDA_OK(qmm_cuda_dequantize_f16(t, dsrc, rb, m, k, (uint16_t *)ddst, 0));
+                CUDA_OK(cudaDeviceSynchronize());
+                QMM_OK_(qmm_buffer_download(ctx, gpu, ddst, count * sizeof(uint16_t)));
+                qmm_cuda_f16_decoder(-1);
+                for (size_t i = 0; i < count; i++) {
+                    const uint16_t want = qmm_fp32_to_fp16(cpu[i]);
+                    const bool both_nan = (want & 0x7FFFu) > 0x7C00u && (gpu[i] & 0x7FFFu) > 0x7C00u;
+                    if (want != gpu[i] && !both_nan)
+                        fail_msg("dequantize to f16 %s k=%lld decoder %d: element %zu (row %zu) cpu %g -> 0x%04x, "
+                                 "gpu 0x%04x",
+                                 qmm_type_name(t), (long long)k, mode, i, i / (size_t)k, (double)cpu[i], want,
+                                 gpu[i]);
+                }
+                checked++;
             }
-            checked++;
             qmm_buffer_free(ctx, dsrc);
             qmm_buffer_free(ctx, ddst);
             free(src);
@@ -436,7 +444,7 @@ static void test_dequantize_f16_bit_exact(void **state) {
             free(gpu);
         }
     }
-    print_message("test_dequantize_f16_bit_exact: %d (type, k) cases bit-identical\n", checked);
+    print_message("test_dequantize_f16_bit_exact: %d (type, k, decoder) cases bit-identical\n", checked);
     qmm_context_free(ctx);
 }
 

@@ -1,7 +1,8 @@
 """test_tune_check.py — bench/tune_check.py judges auto's pick against the fastest forced
 strategy of each point: a pick more than --slack slower is a miss (exit 1), repeated sweeps are
 judged by their medians, unverified rows never count, and a sweep whose auto did not read a
-tuning file fails.
+tuning file fails; a miss of the sweep is written to misses.txt, and where confirm/ holds
+head-to-head rounds it stands only when their median ratio is above the slack.
 
 Needs no build: it runs the script on made-up sweep files.
 """
@@ -109,6 +110,40 @@ with tempfile.TemporaryDirectory() as d:
     write(d, "sweep3.json", [row("auto", "int8", 1.0), row("int8", "int8", 1.05), row("gemv", "gemv", 1.2)])
     rc, out = run(d)
     check(rc == 0 and "3 file(s)" in out, "repeated sweeps are judged by the median\n" + out)
+
+with tempfile.TemporaryDirectory() as d:
+    # a miss of the sweep, then timed again head to head (confirm/rR-STRATEGY-...json)
+    write(d, "sweep.json", [row("auto", "gemv", 1.4), row("gemv", "gemv", 1.5),
+                            row("int8", "int8", 1.0), row("fused", "fused", 2.0)])
+    rc, out = run(d)
+    with open(os.path.join(d, "misses.txt")) as f:
+        listed = f.read()
+    check(rc == 1 and listed == "q4_0 64 256 1 gemv int8\n", "the miss is listed for the confirm step\n" + listed)
+    cdir = os.path.join(d, "confirm")
+    os.mkdir(cdir)
+
+    def rounds(times):  # [(gemv ms, int8 ms) per round]
+        for f in os.listdir(cdir):
+            os.remove(os.path.join(cdir, f))
+        for i, (g, q) in enumerate(times, 1):
+            write(cdir, f"r{i}-gemv-q4_0-64x256-n1.json", [row("gemv", "gemv", g)])
+            write(cdir, f"r{i}-int8-q4_0-64x256-n1.json", [row("int8", "int8", q)])
+    rounds([(1.0, 1.0), (1.02, 1.0), (0.98, 1.0), (1.5, 1.0), (1.0, 1.01)])
+    rc, out = run(d)
+    check(rc == 0 and "not confirmed" in out and "**0 confirmed miss(es)** of the 1" in out,
+          "a miss the head-to-head rounds do not repeat does not stand\n" + out)
+    rounds([(1.3, 1.0), (1.2, 1.0), (0.9, 1.0), (1.25, 1.0), (1.4, 1.0)])
+    rc, out = run(d)
+    check(rc == 1 and "1.25x" in out and ": confirmed" in out and "**1 confirmed miss(es)**" in out,
+          "a miss the rounds repeat stands (median of the per-round ratios)\n" + out)
+    rounds([])
+    write(cdir, "r1-gemv-q4_0-64x256-n1.json", [row("gemv", "gemv", 1.0)])
+    rc, out = run(d)
+    check(rc == 1 and "no confirm rows" in out, "a miss without rounds of both strategies stands\n" + out)
+    rounds([(1.0, 1.0)])
+    write(cdir, "r2-int8-q4_0-64x256-n1.json", [row("int8", "int8", 0.5, verified=False)])
+    rc, out = run(d)
+    check(rc == 1 and "confirm row not verified" in out, "an unverified confirm row fails the check\n" + out)
 
 if failures:
     print(f"{len(failures)} check(s) failed")

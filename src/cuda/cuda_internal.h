@@ -163,6 +163,11 @@ cudaError_t qmm_cuda_dequantize(int type, const void *src, size_t row_bytes, int
  * (f32_to_f16 of qmm_cuda_dequantize's output). dequant_hgemm's per-call W. */
 cudaError_t qmm_cuda_dequantize_f16(int type, const void *src, size_t row_bytes, int64_t m,
                                     int64_t k, uint16_t *dst, cudaStream_t stream);
+/* Test and bench aid: 0 makes qmm_cuda_dequantize_f16 decode every type by groups of 8
+ * (qmm_cuda_group8, the float types' kernel), 1 every quant type by its unit decoder
+ * (qmm_cuda_part), -1 (the default) each type by the kernel dequant.cu picks for it.
+ * Process-global; the halves do not depend on it. */
+void qmm_cuda_f16_decoder(int mode);
 
 /* Test aid: the same through the unit codec's generic decoder (qmm_unit_<name>, 8-element
  * units) even for a type with a fast decoder (codebook16.cuh), so that both are checked

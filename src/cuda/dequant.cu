@@ -5,7 +5,9 @@
  * where the count allows), launched on the given stream.
  * Every type with a descriptor (dequant.cuh: the float, legacy and K-quant types and every
  * row of QMM_UNIT_TYPES) is dequantized to f32 by its unit decoder qmm_cuda_part<T>, and
- * straight to f16 (dequant_hgemm) by fused's group decoder qmm_cuda_group8<T>.
+ * straight to f16 (dequant_hgemm): the legacy types, q2_K, q3_K and q6_K by the same unit
+ * decoders, the other types (and a misaligned destination) by fused's group decoder
+ * qmm_cuda_group8<T> (kF16Units below says why).
  * The f16 conversions (x_to_f16 per call on the cached_f16 path, f32_to_f16 at weight
  * creation) move quads of 4 elements per thread: one 16-byte load and one 8-byte store when
  * the pointers allow it, else 4 scalar accesses; x_to_f16 indexes rows by blockIdx.y, so no
@@ -94,11 +96,69 @@ dequantize_f16_kernel(const uint8_t *src, size_t row_bytes, int64_t m, int64_t k
     }
 }
 
+/* The same halves by the unit decoders (qmm_cuda_part<T>, the wide loads gemv uses: 16 bytes
+ * for q4_K and q5_K, 4 for the 4-byte-aligned blocks): one thread per unit (D::unit
+ * elements: 8 for the legacy types and q8_0, 16 for q2_K, q3_K, q6_K and the fast codebook
+ * types, 32 for q4_K and q5_K), its values kept in registers in call order and stored as one
+ * 8-byte store per 4 consecutive elements. Every part of dequant.cuh and codebook16.cuh calls
+ * f in runs of 4 consecutive elements starting at a multiple of 4 (their lane maps);
+ * test_dequantize_f16_bit_exact holds this kernel to the CPU's values for every type. Needs k
+ * a multiple of the block (quant types: always) and dst 8-byte aligned. */
+template <int T, typename IDX>
+__global__ void __launch_bounds__(kThreads)
+dequantize_f16_unit_kernel(const uint8_t *src, size_t row_bytes, int64_t m, int64_t k, uint16_t *dst) {
+    typedef qmm_cuda_type<T> D;
+    constexpr int U = D::unit;
+    static_assert(D::qk > 1 && U % 4 == 0, "quant types: whole units, runs of 4");
+    const IDX units = (IDX)qmm_cuda_part<T>::units(k), total = (IDX)m * units;
+    for (IDX i = (IDX)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (IDX)gridDim.x * blockDim.x) {
+        const IDX r = i / units, u = i - r * units;
+        float v[U];
+        int64_t e4[U / 4]; /* the first element of each run of 4 */
+        int c = 0;         /* call number: a constant in every unrolled call */
+        qmm_cuda_part<T>::decode(src + (size_t)r * row_bytes, (int64_t)u, k, [&](int64_t e, float w) {
+            if ((c & 3) == 0) e4[c >> 2] = e;
+            v[c++] = w;
+        });
+        uint16_t *out = dst + (size_t)r * (size_t)k;
+#pragma unroll
+        for (int t = 0; t < U / 4; t++)
+            *reinterpret_cast<uint2 *>(out + e4[t]) =
+                make_uint2((uint32_t)f16_bits(v[4 * t]) | ((uint32_t)f16_bits(v[4 * t + 1]) << 16),
+                           (uint32_t)f16_bits(v[4 * t + 2]) | ((uint32_t)f16_bits(v[4 * t + 3]) << 16));
+    }
+}
+
+/* Which f16 decoder dequant_hgemm's W conversion uses: -1 the library's choice (kF16Units),
+ * 0 the group kernel, 1 the unit kernel for every quant type (cuda_bench --f16-groups times
+ * all three). */
+int g_f16_decoder = -1;
+
+/* The library's choice, from timing both on the H200 for every quant type
+ * (bench/results/h200-f16-decoders.md): the unit kernel for the legacy types, q2_K, q3_K and
+ * q6_K (0.56-0.82x the group kernel's conversion time); the group kernel for q4_K and q5_K (their
+ * 32-element units: 1.4-2.0x slower by units) and for the unit-codec types (their units are
+ * the groups, or the fast 16-element decoders, 0.96-1.35x). */
+template <int T>
+constexpr bool kF16Units = qmm_cuda_type<T>::qk > 1 && !qmm_cuda_type<T>::unit_codec && qmm_cuda_type<T>::unit <= 16;
+
 template <int T> struct DequantizeF16Launch {
     static void run(const void *src, size_t row_bytes, int64_t m, int64_t k, uint16_t *dst, cudaStream_t s) {
+        const uint8_t *w = (const uint8_t *)src;
+        if constexpr (qmm_cuda_type<T>::qk > 1) {
+            const int64_t units = m * qmm_cuda_part<T>::units(k);
+            const bool units_wanted = g_f16_decoder == 1 || (g_f16_decoder == -1 && kF16Units<T>);
+            if (units_wanted && (uintptr_t)dst % 8 == 0 && k % qmm_cuda_type<T>::qk == 0) {
+                const unsigned blocks = (unsigned)blocks_for(units);
+                if (units < ((int64_t)1 << 31))
+                    dequantize_f16_unit_kernel<T, uint32_t><<<blocks, kThreads, 0, s>>>(w, row_bytes, m, k, dst);
+                else
+                    dequantize_f16_unit_kernel<T, uint64_t><<<blocks, kThreads, 0, s>>>(w, row_bytes, m, k, dst);
+                return;
+            }
+        }
         const int64_t total = m * ((k + 7) / 8);
         const unsigned blocks = (unsigned)blocks_for(total);
-        const uint8_t *w = (const uint8_t *)src;
         const bool vec = k % 8 == 0 && (uintptr_t)dst % 16 == 0, narrow = total < ((int64_t)1 << 31);
         if (vec && narrow)
             dequantize_f16_kernel<T, true, uint32_t><<<blocks, kThreads, 0, s>>>(w, row_bytes, m, k, dst);
@@ -224,6 +284,8 @@ extern "C" cudaError_t qmm_cuda_dequantize_f16(int type, const void *src, size_t
         return cudaErrorInvalidValue;
     return cudaGetLastError();
 }
+
+extern "C" void qmm_cuda_f16_decoder(int mode) { g_f16_decoder = mode; }
 
 extern "C" cudaError_t qmm_cuda_dequantize_codec(int type, const void *src, size_t row_bytes, int64_t m,
                                                  int64_t k, float *dst, cudaStream_t stream) {

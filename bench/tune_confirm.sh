@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# tune_confirm.sh — step 4 of bench/tune_check.sh, also on its own for a finished run:
+#   bash bench/tune_confirm.sh OUTDIR   [QMM=build/tools/qmm/qmm] [THREADS=nproc] [CACHES=hot]
+#                                       [CONFIRM=5] [CONFIRM_ITERS=15]
+# Every point of OUTDIR/misses.txt (type m k n auto's-strategy faster-strategy, written by
+# bench/tune_check.py) timed again head to head: CONFIRM rounds, each strategy in a `qmm bench`
+# process of its own with CONFIRM_ITERS calls (every row verified), the two strategies' order
+# alternating between rounds, into OUTDIR/confirm/rR-STRATEGY-TYPE-MxK-nN.json; then
+# tune_check.py judges the run again (OUTDIR/check.md; exit status 1 when a miss stands).
+set -euo pipefail
+out=${1:?usage: bash bench/tune_confirm.sh OUTDIR}
+QMM=${QMM:-build/tools/qmm/qmm}
+THREADS=${THREADS:-$(nproc)}
+CACHES=${CACHES:-hot}
+[ -f "$out/misses.txt" ] || { echo "tune_confirm.sh: no $out/misses.txt (run bench/tune_check.py first)"; exit 2; }
+export XDG_CACHE_HOME=$out/cache
+unset QMM_TUNE_FILE QMM_STRATEGY
+rm -rf "$out/confirm"
+mkdir -p "$out/confirm"
+echo "== $(wc -l < "$out/misses.txt") miss(es) in the sweep: each timed again, ${CONFIRM:-5} rounds"
+while read -r t m k n a b; do
+  for r in $(seq 1 "${CONFIRM:-5}"); do
+    order="$a $b"
+    [ $((r % 2)) -eq 0 ] && order="$b $a"
+    for s in $order; do
+      "$QMM" bench --threads "$THREADS" --types "$t" --shape "${m}x$k" --n "$n" \
+        --iters "${CONFIRM_ITERS:-15}" --caches "$CACHES" --strategy "$s" \
+        --json "$out/confirm/r$r-$s-$t-${m}x$k-n$n.json" < /dev/null > /dev/null ||
+        echo "qmm bench exited with $? ($t ${m}x$k n=$n $s: tune_check.py lists it)"
+    done
+  done
+done < "$out/misses.txt"
+python3 "$(dirname "$0")/tune_check.py" --slack "${SLACK:-1.10}" "$out" | tee "$out/check.md"
