@@ -30,6 +30,8 @@
 #   sanitize  memcheck and racecheck over the quick test SAN_FILTER (default test_fused_repack;
 #             SAN_TOOLS, default "memcheck racecheck"; SAN_LIMIT s each, default 90)
 #   full      the whole test_cuda, then test_conformance on the CUDA backend
+#   rest      the test_cuda tests after test_matmul_all, one at a time (a full run that meets its
+#             200 s cap stops in or after test_matmul_all)
 # HALF_END (a date +%s time, default 540 s from the start): a step starts only with 15 s left.
 set -uo pipefail
 steps=" ${HALF_STEPS:-tests sweep prefill peer sanitize full} "
@@ -125,5 +127,12 @@ if step sanitize; then
 fi
 if step full; then
   full_step "$T" 200 "$C"
+fi
+if step rest; then
+  for f in test_matmul_lfm test_large_extents test_residency_lazy test_cache_none test_auto_default_policy \
+           test_cache_limit_unlimited test_graph_api test_lazy_copy_oom test_dequant_hgemm_chunks; do
+    QMM_TEST_CUDA_FILTER="$f" timeout "$(lim 200)" "$T" > "$L/test_cuda_$f.log" 2>&1
+    echo "test_cuda $f rc=$?"; summary "$L/test_cuda_$f.log" 4
+  done
 fi
 finish half_run

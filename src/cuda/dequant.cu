@@ -6,8 +6,9 @@
  * Every type with a descriptor (dequant.cuh: the float, legacy and K-quant types and every
  * row of QMM_UNIT_TYPES) is dequantized to f32 by its unit decoder qmm_cuda_part<T>, and
  * straight to f16 (dequant_hgemm): the legacy types, q2_K, q3_K and q6_K by the same unit
- * decoders, the other types (and a misaligned destination) by fused's group decoder
- * qmm_cuda_group8<T> (kF16Units below says why).
+ * decoders, q4_K and q5_K by pairs of groups that share their qs bytes, the other types (and a
+ * misaligned destination) by fused's group decoder qmm_cuda_group8<T> (kF16Units below says
+ * why).
  * The f16 conversions (x_to_f16 per call on the cached_f16 path, f32_to_f16 at weight
  * creation) move quads of 4 elements per thread: one 16-byte load and one 8-byte store when
  * the pointers allow it, else 4 scalar accesses; x_to_f16 indexes rows by blockIdx.y, so no
@@ -129,22 +130,75 @@ dequantize_f16_unit_kernel(const uint8_t *src, size_t row_bytes, int64_t m, int6
     }
 }
 
-/* Which f16 decoder dequant_hgemm's W conversion uses: -1 the library's choice (kF16Units),
- * 0 the group kernel, 1 the unit kernel for every quant type (cuda_bench --f16-groups times
- * all three). */
+/* q4_K and q5_K by pairs of groups: one thread per 8 consecutive qs bytes of a super-block
+ * (qs[32c + l0 .. +8), l0 = 0, 8, 16, 24; one 8-byte load, plus q5_K's qh[l0 .. +8)), whose
+ * low nibbles are elements 64c + l0 .. +8 (sub-block 2c) and high nibbles the same 32
+ * elements later (sub-block 2c + 1): 16 values with the operations of qmm_cuda_dequant<T>
+ * (d * sc, dmin * mn, then d1 * q - m1, each rounded in f32), two 16-byte stores. Every byte
+ * loaded is used for both of its nibbles, where a group of 8 uses half of each. Needs dst
+ * 16-byte aligned (k is a multiple of 256). */
+template <int T, typename IDX>
+__global__ void __launch_bounds__(kThreads)
+dequantize_f16_kpair_kernel(const uint8_t *src, size_t row_bytes, int64_t m, int64_t k, uint16_t *dst) {
+    static_assert(T == QMM_TYPE_Q4_K || T == QMM_TYPE_Q5_K, "q4_K, q5_K");
+    constexpr bool Q5 = T == QMM_TYPE_Q5_K;
+    constexpr int kBytes = Q5 ? (int)sizeof(block_q5_K) : (int)sizeof(block_q4_K), kQs = Q5 ? 48 : 16;
+    const IDX units = (IDX)(k / QK_K * 16), total = (IDX)m * units;
+    for (IDX i = (IDX)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (IDX)gridDim.x * blockDim.x) {
+        const IDX r = i / units, u = i - r * units;
+        const int c = (int)((u >> 2) & 3), l0 = 8 * (int)(u & 3);
+        const uint8_t *b = src + (size_t)r * row_bytes + (size_t)(u >> 4) * kBytes;
+        const uint2 qs = *reinterpret_cast<const uint2 *>(b + kQs + 32 * c + l0);
+        uint2 qh = make_uint2(0, 0);
+        if (Q5) qh = *reinterpret_cast<const uint2 *>(b + 16 + l0);
+        const float d = qmm_cuda_h2f(qmm_cuda_ld16(b)), dmin = qmm_cuda_h2f(qmm_cuda_ld16(b + 2));
+        uint16_t *out = dst + (size_t)r * (size_t)k + (size_t)(u >> 4) * QK_K + 64 * c + l0;
+#pragma unroll
+        for (int sb = 0; sb < 2; sb++) {
+            int sc, mn;
+            qmm_cuda_scale_min_k4(2 * c + sb, b + 4, &sc, &mn);
+            const float d1 = __fmul_rn(d, (float)sc), m1 = __fmul_rn(dmin, (float)mn);
+            uint32_t h[8];
+#pragma unroll
+            for (int t = 0; t < 8; t++) {
+                const uint32_t byte = ((t < 4 ? qs.x : qs.y) >> (8 * (t & 3))) & 0xFFu;
+                int q = (int)((byte >> (4 * sb)) & 0xFu);
+                if (Q5) q += (((t < 4 ? qh.x : qh.y) >> (8 * (t & 3) + 2 * c + sb)) & 1u) ? 16 : 0;
+                h[t] = f16_bits(__fsub_rn(__fmul_rn(d1, (float)q), m1));
+            }
+            *reinterpret_cast<uint4 *>(out + 32 * sb) =
+                make_uint4(h[0] | (h[1] << 16), h[2] | (h[3] << 16), h[4] | (h[5] << 16), h[6] | (h[7] << 16));
+        }
+    }
+}
+
+/* Which f16 decoder dequant_hgemm's W conversion uses: -1 the library's choice (kF16Units,
+ * and the pair kernel for q4_K and q5_K), 0 the group kernel, 1 the unit kernel for every
+ * quant type (cuda_bench --f16-groups times all three). */
 int g_f16_decoder = -1;
 
-/* The library's choice, from timing both on the H200 for every quant type
+/* The library's choice, from timing the kernels on the H200 for every quant type
  * (bench/results/h200-f16-decoders.md): the unit kernel for the legacy types, q2_K, q3_K and
- * q6_K (0.56-0.82x the group kernel's conversion time); the group kernel for q4_K and q5_K (their
- * 32-element units: 1.4-2.0x slower by units) and for the unit-codec types (their units are
- * the groups, or the fast 16-element decoders, 0.96-1.35x). */
+ * q6_K (0.56-0.82x the group kernel's conversion time); for the unit-codec types the group
+ * kernel (their units are the groups, or the fast 16-element decoders, 0.96-1.35x); q4_K and
+ * q5_K, whose 32-element units were 1.4-2.0x slower than the groups, have the pair kernel. */
 template <int T>
 constexpr bool kF16Units = qmm_cuda_type<T>::qk > 1 && !qmm_cuda_type<T>::unit_codec && qmm_cuda_type<T>::unit <= 16;
 
 template <int T> struct DequantizeF16Launch {
     static void run(const void *src, size_t row_bytes, int64_t m, int64_t k, uint16_t *dst, cudaStream_t s) {
         const uint8_t *w = (const uint8_t *)src;
+        if constexpr (T == QMM_TYPE_Q4_K || T == QMM_TYPE_Q5_K) {
+            const int64_t units = m * (k / QK_K * 16);
+            if (g_f16_decoder == -1 && (uintptr_t)dst % 16 == 0 && k % QK_K == 0) {
+                const unsigned blocks = (unsigned)blocks_for(units);
+                if (units < ((int64_t)1 << 31))
+                    dequantize_f16_kpair_kernel<T, uint32_t><<<blocks, kThreads, 0, s>>>(w, row_bytes, m, k, dst);
+                else
+                    dequantize_f16_kpair_kernel<T, uint64_t><<<blocks, kThreads, 0, s>>>(w, row_bytes, m, k, dst);
+                return;
+            }
+        }
         if constexpr (qmm_cuda_type<T>::qk > 1) {
             const int64_t units = m * qmm_cuda_part<T>::units(k);
             const bool units_wanted = g_f16_decoder == 1 || (g_f16_decoder == -1 && kF16Units<T>);
