@@ -44,6 +44,11 @@
 #define TUNE_DEFAULT_SEED 1
 /* A point whose rounds spread (max - min) / median more than this is counted as noisy. */
 #define TUNE_NOISY_SPREAD 0.25
+/* A point whose two fastest candidates' medians are within this factor of each other is a
+ * near-tie: it gets up to TUNE_CLOSE_SETS more sets of rounds, so that run-to-run noise of the
+ * size of their difference does not decide it. */
+#define TUNE_CLOSE_RATIO 1.25
+#define TUNE_CLOSE_SETS 2
 /* A shape gets its own row when the shared row is slower than the best by more than this. */
 #define TUNE_SHAPE_SLACK 1.10
 
@@ -91,7 +96,9 @@ static void usage(FILE *f) {
         "  --n LIST           the grid of n (default %s)\n"
         "  --shape MxK[,...]  shapes instead of the LFM2.5-350M projections\n"
         "  --reps N           timed rounds per point, median kept (default 7; --quick 3);\n"
-        "                     a point whose rounds spread over 25%% gets as many again\n"
+        "                     a point whose rounds spread over 25%% gets as many again,\n"
+        "                     and one whose two fastest candidates are within 1.25x of\n"
+        "                     each other up to twice as many more (a near-tie)\n"
         "  --seed N           random seed of W and X (default %d)\n"
         "  --help             this text\n"
         "\n"
@@ -269,7 +276,7 @@ typedef struct tune_run {
     void *stream;           /* cold runs: read between points to evict the caches */
     size_t stream_bytes;
     cJSON *measurements;
-    int n_points, n_noisy, n_failed, n_retimed;
+    int n_points, n_noisy, n_failed, n_retimed, n_close;
     bool tty, progress_shown;
     double t_start;
     int type_index;
@@ -400,8 +407,9 @@ static void measure_shape(tune_run *r, qmm_type type, int si, shape_result *res)
     qmm_weights *w[TUNE_CAND][TUNE_MAX_COPIES] = {{0}};
     bool failed[TUNE_CAND] = {false}, pruned[TUNE_CAND] = {false};
     char verified[TUNE_CAND][4][48] = {{{0}}};
-    /* rounds of each candidate: o->reps, and as many again at a noisy point (below) */
-    const int64_t max_rounds = 2 * o->reps;
+    /* rounds of each candidate: o->reps, as many again at a noisy point, and up to
+     * TUNE_CLOSE_SETS sets more at a near-tie (below) */
+    const int64_t max_rounds = (2 + TUNE_CLOSE_SETS) * o->reps;
     double *ms = malloc((size_t)max_rounds * TUNE_CAND * sizeof *ms);
     double *tmp = malloc((size_t)max_rounds * sizeof *tmp);
     qmm_status st = w_host && x && y && y_ref && ms && tmp ? QMM_OK : QMM_ERR_OUT_OF_MEMORY;
@@ -497,17 +505,37 @@ static void measure_shape(tune_run *r, qmm_type type, int si, shape_result *res)
         }
         flush_caches(r);
         /* o->reps rounds; where a candidate's rounds spread more than TUNE_NOISY_SPREAD (a
-         * burst of other work), o->reps more, and the median is taken over all of them */
+         * burst of other work), o->reps more; then, while the two fastest candidates are within
+         * TUNE_CLOSE_RATIO of each other, up to TUNE_CLOSE_SETS sets more. The median is taken
+         * over all of them. */
         int64_t rounds = 0;
-        for (int pass = 0; pass < 2 && st == QMM_OK; pass++) {
+        bool close_counted = false;
+        for (int pass = 0; pass < 2 + TUNE_CLOSE_SETS && st == QMM_OK; pass++) {
+            if (pass > 0 && o->reps < 3) break;
             if (pass == 1) {
                 bool noisy = false;
                 for (int a = 0; a < n_act && !noisy; a++)
                     noisy = median_spread(&ms[(size_t)act[a] * (size_t)max_rounds], rounds, tmp,
                                           NULL) > TUNE_NOISY_SPREAD;
-                if (!noisy || o->reps < 3) break;
+                if (!noisy) continue;
                 r->n_retimed++;
                 flush_caches(r); /* cold: W from memory again for the second set */
+            } else if (pass > 1) {
+                double b1 = INFINITY, b2 = INFINITY; /* the two fastest medians so far */
+                for (int a = 0; a < n_act; a++) {
+                    double med;
+                    median_spread(&ms[(size_t)act[a] * (size_t)max_rounds], rounds, tmp, &med);
+                    if (med < b1) {
+                        b2 = b1;
+                        b1 = med;
+                    } else if (med < b2) {
+                        b2 = med;
+                    }
+                }
+                if (!(n_act >= 2 && b2 < TUNE_CLOSE_RATIO * b1)) break;
+                if (!close_counted) r->n_close++;
+                close_counted = true;
+                flush_caches(r);
             }
             for (int64_t rep = rounds; rep < rounds + o->reps && st == QMM_OK; rep++)
                 for (int a = 0; a < n_act && st == QMM_OK; a++) {
@@ -893,6 +921,9 @@ int qmm_cmd_tune(int argc, char **argv) {
         fflush(stdout);
     }
     progress_clear(&r);
+    if (r.n_close > 0)
+        printf("\n%d (type, shape, n) points were near-ties (the two fastest within %.2fx) and "
+               "got up to %d more sets of rounds\n", r.n_close, TUNE_CLOSE_RATIO, TUNE_CLOSE_SETS);
     const double load_after = load_average();
     fflush(stdout);
     if (r.n_noisy > 0) {
