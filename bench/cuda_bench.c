@@ -24,9 +24,9 @@
  *   split (qmm_cuda_int8_force; rows "int8[cC sS]", each verified; n <= 8: the split only);
  *   --int8-repack: at n <= 8 int8 also on the repack's skinny kernel instead of the GGUF rows
  *   (qmm_cuda_int8_force_gemv(0); row "int8(int8_repack_mma)", verified);
- *   --f16-groups: dequant_hgemm also with W decoded to f16 by groups of 8 and by the unit
- *   decoders, whichever the library picks for the type (qmm_cuda_f16_decoder(0) and (1); rows
- *   "dequant_hgemm(groups)" and "dequant_hgemm(units)", verified);
+ *   --f16-groups: dequant_hgemm, besides the library's pick of W decoder for the type, also
+ *   with W decoded to f16 by groups of 8 and by the unit decoders (qmm_cuda_f16_decoder(0)
+ *   and (1); rows "dequant_hgemm(groups)" and "dequant_hgemm(units)", verified);
  *   --fused-sweep: fused also with each forced tile configuration C of its kernel on the int8
  *   repack and split-k S = 1, 2, 4 (qmm_cuda_half_force; rows "fused[cC sS]", each verified);
  *   --rotate-w R (1..8): R weights objects of the same W rotated through the timed calls (so

@@ -12,13 +12,14 @@ checked, or when the sweep's header does not name a tuning file.
 The sweep screens: its points are timed once per sweep, next to three other strategies in
 one process, so on a machine whose run-to-run spread is near the slack some points miss in
 one sweep and not the next. Every miss of the screen is written to OUTDIR/misses.txt (one
-line: type m k n auto's-strategy fastest-strategy) for bench/tune_check.sh to time again
-head to head: OUTDIR/confirm/rR-STRATEGY-TYPE-MxK-nN.json, one `qmm bench` process per
-strategy and round R, the two strategies' order alternating between rounds. Where
-OUTDIR/confirm/ exists, a miss of the screen stands when the median over the rounds of
-(auto's strategy's time / the faster one's, both from round R) is above --slack; a miss
-without confirm rows for both strategies stands; a confirm row that failed verification fails
-the check.
+line: type m k n auto's-strategy, then every strategy it was more than --slack slower than,
+fastest first) for bench/tune_confirm.sh to time again head to head:
+OUTDIR/confirm/rR-STRATEGY-TYPE-MxK-nN.json, one `qmm bench` process per strategy and round R,
+the order rotating between rounds, and OUTDIR/confirm/rounds the number of rounds asked for.
+Where OUTDIR/confirm/ exists, a miss of the screen stands when, against one of those
+strategies, the median over the rounds of (auto's strategy's time / its time, both from round
+R) is above --slack, or when fewer rounds than asked hold both; a confirm row that failed
+verification fails the check.
 
 Usage: python3 bench/tune_check.py [--slack 1.10] OUTDIR
 """
@@ -133,7 +134,11 @@ def main():
         if ratio > a.slack:
             # against auto's own candidates, or only against a path auto never takes
             within = bool(cand) and med[strat] / min(cand.values()) <= a.slack
-            misses.append((key, strat, kern, med[strat], best_s, med[best_s], ratio, within))
+            # every strategy the pick is more than --slack slower than, fastest first
+            rivals = sorted((x for x in med if x != strat and med[strat] / med[x] > a.slack),
+                            key=med.get)
+            misses.append((key, strat, kern, med[strat], best_s, med[best_s], ratio, within,
+                           rivals))
     out.append("| type | points | worst ratio | at (m x k, n) | auto picked | fastest |")
     out.append("|---|---|---|---|---|---|")
     npts = {}
@@ -148,29 +153,39 @@ def main():
                f"against auto's candidates ({', '.join(AUTO_CANDIDATES)}), {n_within} only "
                f"against a path auto does not take (dequant_sgemm).")
     with open(os.path.join(a.outdir, "misses.txt"), "w") as fh:
-        for key, s, kern, ms, b, bms, ratio, within in misses:
-            fh.write(f"{key[0]} {key[1]} {key[2]} {key[3]} {s} {b}\n")
+        for key, s, kern, ms, b, bms, ratio, within, rivals in misses:
+            fh.write(f"{key[0]} {key[1]} {key[2]} {key[3]} {s} {' '.join(rivals)}\n")
     confirm, confirm_failed = load_confirm(a.outdir)
+    asked = None  # rounds the confirm step was asked for (confirm/rounds)
+    if confirm is not None and os.path.exists(os.path.join(a.outdir, "confirm", "rounds")):
+        asked = int(open(os.path.join(a.outdir, "confirm", "rounds")).read().strip())
     standing = 0
-    for key, s, kern, ms, b, bms, ratio, within in misses:
+    for key, s, kern, ms, b, bms, ratio, within, rivals in misses:
         line = (f"- {key[0]} {key[1]}x{key[2]} n={key[3]}: auto {s} ({kern}) {ms:.4f} ms, "
                 f"{b} {bms:.4f} ms: {ratio:.2f}x")
         if confirm is None:
             standing += 1
-        else:
-            rs = confirm.get(key, {})
-            pairs = [(rs[r][s], rs[r][b]) for r in sorted(rs) if s in rs[r] and b in rs[r]]
-            if not pairs:
-                standing += 1
-                line += "; head to head: no confirm rows, so it stands"
-            else:
-                per = [x / y for x, y in pairs]
-                cr = statistics.median(per)
-                stands = cr > a.slack
-                standing += stands
-                line += (f"; head to head over {len(pairs)} rounds: {cr:.2f}x (rounds "
-                         f"{' '.join(f'{v:.2f}' for v in per)}): "
-                         f"{'confirmed' if stands else 'not confirmed'}")
+            out.append(line)
+            continue
+        # against each strategy the sweep found it slower than: the miss stands when one of
+        # them is confirmed, or when a rival lacks rounds (fewer than asked for: a lost round
+        # must not leave the verdict to the rest)
+        rs = confirm.get(key, {})
+        stands = False
+        for x in rivals:
+            pairs = [(rs[r][s], rs[r][x]) for r in sorted(rs) if s in rs[r] and x in rs[r]]
+            if not pairs or (asked is not None and len(pairs) < asked):
+                stands = True
+                line += (f"; against {x}: {len(pairs)} of {asked if asked is not None else '?'} "
+                         f"confirm rounds, so it stands")
+                continue
+            per = [p / q for p, q in pairs]
+            cr = statistics.median(per)
+            stands = stands or cr > a.slack
+            line += (f"; against {x} head to head over {len(pairs)} rounds: {cr:.2f}x (rounds "
+                     f"{' '.join(f'{v:.2f}' for v in per)}): "
+                     f"{'confirmed' if cr > a.slack else 'not confirmed'}")
+        standing += stands
         out.append(line)
     if confirm is not None:
         out.append("")

@@ -47,6 +47,7 @@ rm -rf "$out/confirm" "$out/misses.txt" "$out/screen.md"
 if [ -n "${TUNE_FILE:-}" ]; then
   # the name the context looks for: tune-<machine id>.json (docs/TUNING.md)
   id=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["machine"]["id"])' "$TUNE_FILE")
+  rm -rf "$out/cache/qmm" # only FILE there
   mkdir -p "$out/cache/qmm"
   cp "$TUNE_FILE" "$out/cache/qmm/tune-$id.json"
   echo "== no tune: $TUNE_FILE as $out/cache/qmm/tune-$id.json"
@@ -77,6 +78,9 @@ for r in $(seq 1 "${REPEATS:-1}"); do
       echo "qmm bench exited with $? (a row failed: tune_check.py lists it)"
   done
   grep -E "^auto:" "$out/sweep$sfx.txt" || true
+  if [ -n "${TUNE_FILE:-}" ] && ! grep -qF "tuning file $out/cache/qmm/tune-$id.json" "$out/sweep$sfx.txt"; then
+    echo "tune_check.sh: the sweep's auto did not read $TUNE_FILE (a file for another machine?)"; exit 1
+  fi
 done
 judge=(python3 "$(dirname "$0")/tune_check.py" --slack "${SLACK:-1.10}" "$out")
 rc=0

@@ -418,14 +418,18 @@ static void test_dequantize_f16_bit_exact(void **state) {
             QMM_OK_(qmm_buffer_alloc(ctx, bytes, &dsrc));
             QMM_OK_(qmm_buffer_alloc(ctx, count * sizeof(uint16_t), &ddst));
             QMM_OK_(qmm_buffer_upload(ctx, dsrc, src, bytes));
-            /* each decoder: the library's pick (-1), the group kernel (0), the unit kernel (1) */
-            for (int mode = -1; mode <= 1; mode++) {
+            /* each decoder: the library's pick (-1: the pair kernel for q4_K and q5_K), the
+             * group kernel (0), the unit kernel (1); each twice, over two finite fills (0x5A5A,
+             * 0x1212), so that an element left unwritten differs from the CPU's value in one */
+            for (int run = 0; run < 6; run++) {
+                const int mode = run / 2 - 1;
                 qmm_cuda_f16_decoder(mode);
-                CUDA_OK(cudaMemset(ddst, 0xFF, count * sizeof(uint16_t)));
-                CUDA_OK(qmm_cuda_dequantize_f16(t, dsrc, rb, m, k, (uint16_t *)ddst, 0));
+                CUDA_OK(cudaMemset(ddst, run % 2 ? 0x12 : 0x5A, count * sizeof(uint16_t)));
+                const cudaError_t launched = qmm_cuda_dequantize_f16(t, dsrc, rb, m, k, (uint16_t *)ddst, 0);
+                qmm_cuda_f16_decoder(-1); /* the kernel is chosen at launch: the default again */
+                CUDA_OK(launched);
                 CUDA_OK(cudaDeviceSynchronize());
                 QMM_OK_(qmm_buffer_download(ctx, gpu, ddst, count * sizeof(uint16_t)));
-                qmm_cuda_f16_decoder(-1);
                 for (size_t i = 0; i < count; i++) {
                     const uint16_t want = qmm_fp32_to_fp16(cpu[i]);
                     const bool both_nan = (want & 0x7FFFu) > 0x7C00u && (gpu[i] & 0x7FFFu) > 0x7C00u;
@@ -444,7 +448,7 @@ static void test_dequantize_f16_bit_exact(void **state) {
             free(gpu);
         }
     }
-    print_message("test_dequantize_f16_bit_exact: %d (type, k, decoder) cases bit-identical\n", checked);
+    print_message("test_dequantize_f16_bit_exact: %d (type, k, decoder, fill) cases bit-identical\n", checked);
     qmm_context_free(ctx);
 }
 

@@ -139,11 +139,39 @@ with tempfile.TemporaryDirectory() as d:
     rounds([])
     write(cdir, "r1-gemv-q4_0-64x256-n1.json", [row("gemv", "gemv", 1.0)])
     rc, out = run(d)
-    check(rc == 1 and "no confirm rows" in out, "a miss without rounds of both strategies stands\n" + out)
+    check(rc == 1 and "0 of ? confirm rounds, so it stands" in out, "a miss without rounds of both strategies stands\n" + out)
     rounds([(1.0, 1.0)])
     write(cdir, "r2-int8-q4_0-64x256-n1.json", [row("int8", "int8", 0.5, verified=False)])
     rc, out = run(d)
     check(rc == 1 and "confirm row not verified" in out, "an unverified confirm row fails the check\n" + out)
+
+with tempfile.TemporaryDirectory() as d:
+    # two strategies faster than the pick in the sweep: both are timed again, and the miss
+    # stands when either is confirmed (here not the fastest one, a lucky outlier)
+    write(d, "sweep.json", [row("auto", "gemv", 1.5), row("gemv", "gemv", 1.5),
+                            row("int8", "int8", 1.0), row("fused", "fused", 1.05)])
+    rc, out = run(d)
+    with open(os.path.join(d, "misses.txt")) as f:
+        listed = f.read()
+    check(listed == "q4_0 64 256 1 gemv int8 fused\n", "every faster strategy is listed, fastest first\n" + listed)
+    cdir = os.path.join(d, "confirm")
+    os.mkdir(cdir)
+    for i in range(1, 4):
+        write(cdir, f"r{i}-gemv-q4_0-64x256-n1.json", [row("gemv", "gemv", 1.5)])
+        write(cdir, f"r{i}-int8-q4_0-64x256-n1.json", [row("int8", "int8", 1.5)])
+        write(cdir, f"r{i}-fused-q4_0-64x256-n1.json", [row("fused", "fused", 1.05)])
+    rc, out = run(d)
+    check(rc == 1 and "against int8 head to head over 3 rounds: 1.00x" in out and
+          "against fused head to head over 3 rounds: 1.43x" in out and "**1 confirmed miss(es)**" in out,
+          "a miss confirmed against any faster strategy stands\n" + out)
+    # fewer rounds than asked for: the miss stands
+    with open(os.path.join(cdir, "rounds"), "w") as f:
+        f.write("5\n")
+    for i in range(1, 4):
+        write(cdir, f"r{i}-fused-q4_0-64x256-n1.json", [row("fused", "fused", 1.5)])
+    rc, out = run(d)
+    check(rc == 1 and "3 of 5 confirm rounds, so it stands" in out,
+          "a miss with lost confirm rounds stands\n" + out)
 
 if failures:
     print(f"{len(failures)} check(s) failed")

@@ -98,7 +98,8 @@ static void usage(FILE *f) {
         "  --reps N           timed rounds per point, median kept (default 7; --quick 3);\n"
         "                     a point whose rounds spread over 25%% gets as many again,\n"
         "                     and one whose two fastest candidates are within 1.25x of\n"
-        "                     each other up to twice as many more (a near-tie)\n"
+        "                     each other up to twice as many more (a near-tie; both\n"
+        "                     only with N >= 3)\n"
         "  --seed N           random seed of W and X (default %d)\n"
         "  --help             this text\n"
         "\n"
@@ -559,8 +560,8 @@ static void measure_shape(tune_run *r, qmm_type type, int si, shape_result *res)
         double best = INFINITY;
         for (int a = 0; a < n_act; a++) {
             const int c = act[a];
-            /* the median over every round; the spread of the last set (a retimed point is
-             * judged noisy only if its second set is too) */
+            /* the median over every round; the spread of the last set timed (a retimed or
+             * near-tie point is judged noisy only if that set is too) */
             double med;
             const double *v = &ms[(size_t)c * (size_t)max_rounds];
             median_spread(v, rounds, tmp, &med);
