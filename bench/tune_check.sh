@@ -18,11 +18,13 @@
 # 3. bench/tune_check.py: for each (type, shape, n), the forced time of the strategy auto picked
 #    against the fastest strategy; a point where it is more than SLACK slower is a miss
 #    (OUTDIR/screen.md, and the points in OUTDIR/misses.txt).
-# 4. Each miss timed again head to head (CONFIRM rounds; a round: auto's strategy and the
-#    faster one, each in a `qmm bench` process of its own with CONFIRM_ITERS calls, the order
-#    alternating between rounds; OUTDIR/confirm/), then tune_check.py judges again: a miss
-#    stands when the median over the rounds of the two times' ratio is above SLACK
-#    (OUTDIR/check.md; exit status 1 when one stands). CONFIRM=0: the screen is the verdict.
+# 4. Each miss timed again head to head (bench/tune_confirm.sh: CONFIRM rounds; a round:
+#    auto's strategy and every strategy the screen found faster than it by more than SLACK,
+#    each in a `qmm bench` process of its own with CONFIRM_ITERS calls, the order rotating
+#    between rounds; OUTDIR/confirm/), then tune_check.py judges again: a miss stands when,
+#    against one of them, the median over the rounds of the per-round ratio is above SLACK, or
+#    when rounds were lost (OUTDIR/check.md; exit status 1 when one stands). CONFIRM=0: the
+#    screen is the verdict.
 # TUNE_FILE=FILE: no tune; FILE is copied to the cache's default location instead (to check
 # a given file, e.g. one edited to pick a slower path: the check must then fail).
 # Measure on a quiet machine.
