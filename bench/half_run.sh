@@ -43,13 +43,18 @@ mkdir -p "$L"
 . "$(dirname "$0")/device_steps.sh"
 
 carried_bins
-
-if step tests; then
-  for f in test_fused_repack test_residency_lazy test_graph_api test_cache_none test_cache_limit_unlimited \
-           test_auto_default_policy test_batch_invariant test_lazy_copy_oom test_dequant_hgemm_chunks; do
-    QMM_TEST_CUDA_FILTER="$f" timeout "$(lim 150)" "$T" > "$L/test_cuda_$f.log" 2>&1
+# test_cuda tests one at a time: cuda_tests LIMIT NAME...
+cuda_tests() {
+  local limit=$1 f; shift
+  for f in "$@"; do
+    QMM_TEST_CUDA_FILTER="$f" timeout "$(lim "$limit")" "$T" > "$L/test_cuda_$f.log" 2>&1
     echo "test_cuda $f rc=$?"; summary "$L/test_cuda_$f.log" 6
   done
+}
+
+if step tests; then
+  cuda_tests 150 test_fused_repack test_residency_lazy test_graph_api test_cache_none test_cache_limit_unlimited \
+    test_auto_default_policy test_batch_invariant test_lazy_copy_oom test_dequant_hgemm_chunks
 fi
 if step sweep; then
   timeout "$(lim 200)" "$B" --types ${SWEEP_TYPES:-q4_0,q4_K} --ns 64,512 --strategies fused,int8,cached_f16 --fused-sweep \
@@ -72,10 +77,7 @@ if step hgemm; then
   echo "hgemm rc=$?"; cat "$L/bench_hgemm.log"
 fi
 if step f16dec; then
-  for f in test_dequantize_f16_bit_exact test_dequant_hgemm_chunks; do
-    QMM_TEST_CUDA_FILTER="$f" timeout "$(lim 100)" "$T" > "$L/test_cuda_$f.log" 2>&1
-    echo "test_cuda $f rc=$?"; summary "$L/test_cuda_$f.log" 6
-  done
+  cuda_tests 100 test_dequantize_f16_bit_exact test_dequant_hgemm_chunks
   timeout "$(lim 240)" "$B" --types "${F16DEC_TYPES:-q4_0,q4_K,q5_K,q6_K,q8_0}" --ns "${F16DEC_NS:-128,512,2048}" \
     --strategies dequant_hgemm,cached_f16 --f16-groups --no-decode > "$L/bench_f16dec.log" 2>&1
   echo "f16dec rc=$?"; cat "$L/bench_f16dec.log"
@@ -129,10 +131,7 @@ if step full; then
   full_step "$T" 200 "$C"
 fi
 if step rest; then
-  for f in test_matmul_lfm test_large_extents test_residency_lazy test_cache_none test_auto_default_policy \
-           test_cache_limit_unlimited test_graph_api test_lazy_copy_oom test_dequant_hgemm_chunks; do
-    QMM_TEST_CUDA_FILTER="$f" timeout "$(lim 200)" "$T" > "$L/test_cuda_$f.log" 2>&1
-    echo "test_cuda $f rc=$?"; summary "$L/test_cuda_$f.log" 4
-  done
+  cuda_tests 200 test_matmul_lfm test_large_extents test_residency_lazy test_cache_none test_auto_default_policy \
+    test_cache_limit_unlimited test_graph_api test_lazy_copy_oom test_dequant_hgemm_chunks
 fi
 finish half_run

@@ -37,6 +37,18 @@ def write(d, name, rows, table="tuning file /x/tune.json (2 rows)"):
         json.dump(doc, f)
 
 
+def confirm_rounds(cdir, times):
+    """confirm/rR-STRATEGY-q4_0-64x256-n1.json for R = 1.. : times = [{strategy: ms} per round];
+    the folder's earlier round files are removed first (its `rounds` file is kept)."""
+    os.makedirs(cdir, exist_ok=True)
+    for f in os.listdir(cdir):
+        if f.startswith("r") and f.endswith(".json"):
+            os.remove(os.path.join(cdir, f))
+    for i, per in enumerate(times, 1):
+        for strat, ms in per.items():
+            write(cdir, f"r{i}-{strat}-q4_0-64x256-n1.json", [row(strat, strat, ms)])
+
+
 def run(d, *args):
     p = subprocess.run([sys.executable, SCRIPT, *args, d], capture_output=True, text=True)
     return p.returncode, p.stdout + p.stderr
@@ -120,14 +132,9 @@ with tempfile.TemporaryDirectory() as d:
         listed = f.read()
     check(rc == 1 and listed == "q4_0 64 256 1 gemv int8\n", "the miss is listed for the confirm step\n" + listed)
     cdir = os.path.join(d, "confirm")
-    os.mkdir(cdir)
 
     def rounds(times):  # [(gemv ms, int8 ms) per round]
-        for f in os.listdir(cdir):
-            os.remove(os.path.join(cdir, f))
-        for i, (g, q) in enumerate(times, 1):
-            write(cdir, f"r{i}-gemv-q4_0-64x256-n1.json", [row("gemv", "gemv", g)])
-            write(cdir, f"r{i}-int8-q4_0-64x256-n1.json", [row("int8", "int8", q)])
+        confirm_rounds(cdir, [{"gemv": g, "int8": q} for g, q in times])
     rounds([(1.0, 1.0), (1.02, 1.0), (0.98, 1.0), (1.5, 1.0), (1.0, 1.01)])
     rc, out = run(d)
     check(rc == 0 and "not confirmed" in out and "**0 confirmed miss(es)** of the 1" in out,
@@ -155,11 +162,7 @@ with tempfile.TemporaryDirectory() as d:
         listed = f.read()
     check(listed == "q4_0 64 256 1 gemv int8 fused\n", "every faster strategy is listed, fastest first\n" + listed)
     cdir = os.path.join(d, "confirm")
-    os.mkdir(cdir)
-    for i in range(1, 4):
-        write(cdir, f"r{i}-gemv-q4_0-64x256-n1.json", [row("gemv", "gemv", 1.5)])
-        write(cdir, f"r{i}-int8-q4_0-64x256-n1.json", [row("int8", "int8", 1.5)])
-        write(cdir, f"r{i}-fused-q4_0-64x256-n1.json", [row("fused", "fused", 1.05)])
+    confirm_rounds(cdir, [{"gemv": 1.5, "int8": 1.5, "fused": 1.05}] * 3)
     rc, out = run(d)
     check(rc == 1 and "against int8 head to head over 3 rounds: 1.00x" in out and
           "against fused head to head over 3 rounds: 1.43x" in out and "**1 confirmed miss(es)**" in out,
@@ -167,8 +170,7 @@ with tempfile.TemporaryDirectory() as d:
     # fewer rounds than asked for: the miss stands
     with open(os.path.join(cdir, "rounds"), "w") as f:
         f.write("5\n")
-    for i in range(1, 4):
-        write(cdir, f"r{i}-fused-q4_0-64x256-n1.json", [row("fused", "fused", 1.5)])
+    confirm_rounds(cdir, [{"gemv": 1.5, "int8": 1.5, "fused": 1.5}] * 3)
     rc, out = run(d)
     check(rc == 1 and "3 of 5 confirm rounds, so it stands" in out,
           "a miss with lost confirm rounds stands\n" + out)

@@ -186,43 +186,36 @@ int g_f16_decoder = -1;
 template <int T>
 constexpr bool kF16Units = qmm_cuda_type<T>::qk > 1 && !qmm_cuda_type<T>::unit_codec && qmm_cuda_type<T>::unit <= 16;
 
+/* One launch of an f16 W kernel over `count` threads' work: the 32-bit-index instance where
+ * the count allows (no 64-bit division per thread), else the 64-bit one. */
+typedef void (*f16_kernel)(const uint8_t *, size_t, int64_t, int64_t, uint16_t *);
+void launch_f16(f16_kernel narrow, f16_kernel wide, int64_t count, const uint8_t *w, size_t row_bytes,
+                int64_t m, int64_t k, uint16_t *dst, cudaStream_t s) {
+    (count < ((int64_t)1 << 31) ? narrow : wide)<<<(unsigned)blocks_for(count), kThreads, 0, s>>>(w, row_bytes, m,
+                                                                                                 k, dst);
+}
+
 template <int T> struct DequantizeF16Launch {
     static void run(const void *src, size_t row_bytes, int64_t m, int64_t k, uint16_t *dst, cudaStream_t s) {
         const uint8_t *w = (const uint8_t *)src;
         if constexpr (T == QMM_TYPE_Q4_K || T == QMM_TYPE_Q5_K) {
-            const int64_t units = m * (k / QK_K * 16);
-            if (g_f16_decoder == -1 && (uintptr_t)dst % 16 == 0 && k % QK_K == 0) {
-                const unsigned blocks = (unsigned)blocks_for(units);
-                if (units < ((int64_t)1 << 31))
-                    dequantize_f16_kpair_kernel<T, uint32_t><<<blocks, kThreads, 0, s>>>(w, row_bytes, m, k, dst);
-                else
-                    dequantize_f16_kpair_kernel<T, uint64_t><<<blocks, kThreads, 0, s>>>(w, row_bytes, m, k, dst);
-                return;
-            }
+            if (g_f16_decoder == -1 && (uintptr_t)dst % 16 == 0 && k % QK_K == 0)
+                return launch_f16(dequantize_f16_kpair_kernel<T, uint32_t>, dequantize_f16_kpair_kernel<T, uint64_t>,
+                                  m * (k / QK_K * 16), w, row_bytes, m, k, dst, s);
         }
         if constexpr (qmm_cuda_type<T>::qk > 1) {
-            const int64_t units = m * qmm_cuda_part<T>::units(k);
             const bool units_wanted = g_f16_decoder == 1 || (g_f16_decoder == -1 && kF16Units<T>);
-            if (units_wanted && (uintptr_t)dst % 8 == 0 && k % qmm_cuda_type<T>::qk == 0) {
-                const unsigned blocks = (unsigned)blocks_for(units);
-                if (units < ((int64_t)1 << 31))
-                    dequantize_f16_unit_kernel<T, uint32_t><<<blocks, kThreads, 0, s>>>(w, row_bytes, m, k, dst);
-                else
-                    dequantize_f16_unit_kernel<T, uint64_t><<<blocks, kThreads, 0, s>>>(w, row_bytes, m, k, dst);
-                return;
-            }
+            if (units_wanted && (uintptr_t)dst % 8 == 0 && k % qmm_cuda_type<T>::qk == 0)
+                return launch_f16(dequantize_f16_unit_kernel<T, uint32_t>, dequantize_f16_unit_kernel<T, uint64_t>,
+                                  m * qmm_cuda_part<T>::units(k), w, row_bytes, m, k, dst, s);
         }
-        const int64_t total = m * ((k + 7) / 8);
-        const unsigned blocks = (unsigned)blocks_for(total);
-        const bool vec = k % 8 == 0 && (uintptr_t)dst % 16 == 0, narrow = total < ((int64_t)1 << 31);
-        if (vec && narrow)
-            dequantize_f16_kernel<T, true, uint32_t><<<blocks, kThreads, 0, s>>>(w, row_bytes, m, k, dst);
-        else if (vec)
-            dequantize_f16_kernel<T, true, uint64_t><<<blocks, kThreads, 0, s>>>(w, row_bytes, m, k, dst);
-        else if (narrow)
-            dequantize_f16_kernel<T, false, uint32_t><<<blocks, kThreads, 0, s>>>(w, row_bytes, m, k, dst);
+        const int64_t groups = m * ((k + 7) / 8);
+        if (k % 8 == 0 && (uintptr_t)dst % 16 == 0)
+            launch_f16(dequantize_f16_kernel<T, true, uint32_t>, dequantize_f16_kernel<T, true, uint64_t>, groups, w,
+                       row_bytes, m, k, dst, s);
         else
-            dequantize_f16_kernel<T, false, uint64_t><<<blocks, kThreads, 0, s>>>(w, row_bytes, m, k, dst);
+            launch_f16(dequantize_f16_kernel<T, false, uint32_t>, dequantize_f16_kernel<T, false, uint64_t>, groups, w,
+                       row_bytes, m, k, dst, s);
     }
 };
 
