@@ -47,6 +47,12 @@ typedef struct qmm_webgpu_info {
     uint32_t max_compute_workgroups_per_dimension;
     uint32_t min_storage_buffer_offset_alignment;
     double timestamp_period_ns; /**< nanoseconds per timestamp tick */
+    /* what the adapter offers that qmm does not enable (false, 0 for a caller's device) */
+    bool adapter_subgroups;          /**< the subgroups feature */
+    bool adapter_cooperative_matrix; /**< wgpu's native cooperative matrices: experimental in
+                                          wgpu, and wgpu-native 29.0.1.1 cannot opt in to them,
+                                          so no qmm kernel uses them (docs/WEBGPU.md) */
+    uint32_t subgroup_min_size, subgroup_max_size; /**< the adapter's subgroup sizes (0: unknown) */
 } qmm_webgpu_info;
 
 /** Describe the adapter, device and limits of a WebGPU context. */
@@ -61,8 +67,9 @@ QMM_API qmm_status qmm_webgpu_get_info(qmm_context *ctx, qmm_webgpu_info *out);
  * 4 * tile_k * 4 (wg_m + wg_n) bytes <= maxComputeWorkgroupStorageSize. Default 16, 16, 32.
  * Errors: QMM_ERR_INVALID_ARGUMENT naming the value and the rule it breaks; nothing changes.
  * A geometry set here is used as it is for every call. Left to the library (the default, or
- * set again with 0, 0, 0), a fused call with enough workgroups runs with a smaller TILE_K
- * (a rule measured per geometry, src/webgpu/auto_table.c; qmm_webgpu_fused_tile_k says which);
+ * set again with 0, 0, 0), a fused call with enough workgroups may run with a smaller TILE_K
+ * (rules measured per geometry, src/webgpu/auto_table.c: none at present;
+ * qmm_webgpu_fused_tile_k says which);
  * the geometry never changes a result, bit for bit.
  */
 QMM_API qmm_status qmm_webgpu_set_fused_geometry(qmm_context *ctx, int wg_m, int wg_n, int tile_k);

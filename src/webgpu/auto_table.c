@@ -5,12 +5,12 @@
  * `tile_k` instead. Every geometry gives the same bits (each output sums over k in order), so
  * the rule never changes a result.
  *
- * Measured on the lent H200 through Vulkan (bench/results/h200-webgpu-clocks.md, "The
- * production kernel at other geometries", run 2: `qmm bench --backend webgpu` with TILE_K=16
- * against the default on the LFM2.5-350M shapes at n = 512 and 2048): 16 x 16 x 16 was
- * 1.10-1.41x faster from 384 workgroups of 64 x 64 outputs on (3072x1024 and 4608x1024 at
- * n = 512, every shape with m >= 1024 at n = 2048), 0.83-1.00x at 256 and fewer. Other GPUs:
- * not measured; the same rule.
+ * No rule now: with the X tile loaded 8 elements per thread (wgsl/fused.wgsl, x_tile8), TILE_K
+ * 32 was faster than 16 on every LFM2.5-350M shape at n = 512 and 2048 on the lent H200
+ * through Vulkan (1.02-1.38x; bench/results/h200-webgpu-xload.md, the TILE_K table, both from
+ * `qmm bench --candidate` at --tile-k 16 and 32 in one device call). The rule of the earlier
+ * kernel (TILE_K 16 from 384 workgroups of 16 x 16 x 32, bench/results/h200-webgpu-tile-k.md)
+ * was dropped with it. Other GPUs: not measured.
  */
 #include "webgpu/webgpu_internal.h"
 
@@ -21,7 +21,7 @@ typedef struct {
 } tile_k_rule;
 
 static const tile_k_rule k_rules[] = {
-    {16, 16, 32, 384, 16},
+    {0, 0, 0, 0, 0}, /* none (a geometry of 0 threads matches no context) */
 };
 
 int qmm_wgpu_auto_tile_k(const qmm_wgpu_context *c, int64_t m, int64_t n, int64_t *min_workgroups) {

@@ -65,6 +65,10 @@ qmm_status qmm_webgpu_get_info(qmm_context *ctx, qmm_webgpu_info *out) {
     i.caller_device = !c->own_device;
     i.shader_f16 = c->has_f16;
     i.timestamp_query = c->has_timestamp;
+    i.adapter_subgroups = c->adapter_subgroups;
+    i.adapter_cooperative_matrix = c->adapter_coop;
+    i.subgroup_min_size = c->subgroup_min;
+    i.subgroup_max_size = c->subgroup_max;
     i.max_storage_buffer_binding_size = c->limits.maxStorageBufferBindingSize;
     i.max_buffer_size = c->limits.maxBufferSize;
     i.max_compute_workgroup_storage_size = c->limits.maxComputeWorkgroupStorageSize;

@@ -316,6 +316,8 @@ static qmm_status own_device(qmm_wgpu_context *c) {
         c->adapter_type = info.adapterType;
         c->vendor_id = info.vendorID;
         c->device_id = info.deviceID;
+        c->subgroup_min = info.subgroupMinSize;
+        c->subgroup_max = info.subgroupMaxSize;
         W.wgpuAdapterInfoFreeMembers(info);
     }
     WGPULimits lim;
@@ -329,6 +331,11 @@ static qmm_status own_device(qmm_wgpu_context *c) {
         feats[nf++] = WGPUFeatureName_TimestampQuery;
     if (W.wgpuAdapterHasFeature(c->adapter, WGPUFeatureName_ShaderF16))
         feats[nf++] = WGPUFeatureName_ShaderF16;
+    /* Offered, not requested: wgpu's cooperative matrices are an experimental feature, and
+     * wgpu-native 29.0.1.1 has no way to opt in to those (requesting it fails the device:
+     * "experimental features are not enabled"; docs/WEBGPU.md) */
+    c->adapter_coop = W.wgpuAdapterHasFeature(c->adapter, (WGPUFeatureName)WGPUNativeFeature_CooperativeMatrix);
+    c->adapter_subgroups = W.wgpuAdapterHasFeature(c->adapter, WGPUFeatureName_Subgroups);
     WGPUDeviceDescriptor dd;
     memset(&dd, 0, sizeof dd);
     dd.requiredFeatureCount = nf;

@@ -127,6 +127,9 @@ typedef struct qmm_wgpu_context {
     bool own_device;
     WGPULimits limits;
     bool has_f16, has_timestamp;
+    /* what the adapter offers beyond that (not enabled on the device; a caller's device: false, 0) */
+    bool adapter_subgroups, adapter_coop;
+    uint32_t subgroup_min, subgroup_max;
     /* the adapter as wgpuAdapterGetInfo reports it (a caller's device: unknown) */
     char adapter_name[256], driver[256], vendor[128], architecture[128];
     WGPUBackendType backend_type;

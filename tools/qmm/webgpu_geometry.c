@@ -85,18 +85,23 @@ void webgpu_describe(qmm_context *ctx, char *buf, size_t len) {
         snprintf(buf, len, "webgpu (%s)", qmm_last_error());
         return;
     }
-    char rule[96] = "";
+    char rule[96] = "", sg[48] = "";
+    if (i.subgroup_max_size != 0)
+        snprintf(sg, sizeof sg, " (subgroups of %u-%u)", i.subgroup_min_size, i.subgroup_max_size);
     if (minw > 0)
         snprintf(rule, sizeof rule, " (%d from %lld workgroups per dispatch: src/webgpu/auto_table.c)", k_auto,
                  (long long)minw);
     snprintf(buf, len, "webgpu %s (%s, %s; driver %s; wgpu-native 0x%08x%s); limits used: storage "
              "binding %.0f MiB, buffer %.0f MiB, workgroup storage %u KiB, %u invocations, %u "
-             "workgroups per dimension; features enabled:%s%s; fused WG_M x WG_N = %d x %d threads of 4 x 4, "
+             "workgroups per dimension; features enabled:%s%s; offered, not used:%s%s%s; fused WG_M x WG_N = %d x %d threads of 4 x 4, "
              "TILE_K %d%s; gemv 4 rows x 64 lanes, 4 tokens", i.adapter, i.backend_api,
              i.adapter_type, i.driver[0] ? i.driver : "unknown", i.wgpu_version,
              i.caller_device ? ", the caller's device" : "",
              (double)i.max_storage_buffer_binding_size / 1048576.0,
              (double)i.max_buffer_size / 1048576.0, i.max_compute_workgroup_storage_size / 1024,
              i.max_compute_invocations_per_workgroup, i.max_compute_workgroups_per_dimension,
-             i.timestamp_query ? " timestamp-query" : "", i.shader_f16 ? " shader-f16" : "", m, n, k, rule);
+             i.timestamp_query ? " timestamp-query" : "", i.shader_f16 ? " shader-f16" : "",
+             i.adapter_subgroups ? " subgroups" : "",
+             i.adapter_cooperative_matrix ? " native:cooperative-matrix" : "",
+             i.adapter_subgroups || i.adapter_cooperative_matrix ? sg : " none", m, n, k, rule);
 }

@@ -6,7 +6,11 @@
 // accumulators (acc_j: the four rows for token j; an indexed accumulator array would spill).
 // Per k-step of TILE_K: the W tile (4 WG_M rows x TILE_K) is dequantized into workgroup
 // memory once, 8 elements per decode (qmm_dec8 of the type's snippet), and the X tile
-// (4 WG_N tokens x TILE_K) loaded beside it, both k-major as vec4 (4 rows, 4 tokens); then
+// (4 WG_N tokens x TILE_K) loaded beside it, 8 consecutive elements of one token per thread
+// with all 8 loads and the row's shift issued before any is used (x_tile8: one element per
+// thread and loop trip, each load waiting on its shift's, made every k-step latency-bound:
+// 1.4-1.7x slower on the H200, bench/results/h200-webgpu-xload.md), both k-major as vec4
+// (4 rows, 4 tokens); then
 // TILE_K rank-1 updates, unrolled by 4. Accumulation in f32, in increasing k for every
 // output (F32 class; the same order for every n: batch-invariant). X is read through x_at
 // and Y written through y_store (common.wgsl: the power-of-two scaling of tiny rows).
@@ -31,6 +35,39 @@ fn store_row(t: u32, r0: u32, acc: vec4<f32>) {
     if (r0 + 1u < P.rows) { y_store(y + 1u, t, r0 + 1u, acc.y); }
     if (r0 + 2u < P.rows) { y_store(y + 2u, t, r0 + 2u, acc.z); }
     if (r0 + 3u < P.rows) { y_store(y + 3u, t, r0 + 3u, acc.w); }
+}
+
+// Elements e .. e+7 of X row tt (token t of the tile) into xs at kk .. kk+7: zero beyond the
+// dispatch's tokens or beyond k; through the row's shift (common.wgsl) when it has one.
+fn x_tile8(t: u32, kk: u32, tt: u32, e: u32) {
+    var lo = vec4<f32>(0.0);
+    var hi = vec4<f32>(0.0);
+    if (tt < P.n && e < P.k) {
+        let i = P.x_off + tt * P.ldx + e;
+        let s = S[tt];
+        let bl = vec4<u32>(X[i], X[i + 1u], X[i + 2u], X[i + 3u]);
+        let bh = vec4<u32>(X[i + 4u], X[i + 5u], X[i + 6u], X[i + 7u]);
+        if (s == 0) {
+            lo = bitcast<vec4<f32>>(bl);
+            hi = bitcast<vec4<f32>>(bh);
+        } else {
+            lo = vec4<f32>(x_scaled(bl.x, s), x_scaled(bl.y, s), x_scaled(bl.z, s), x_scaled(bl.w, s));
+            hi = vec4<f32>(x_scaled(bh.x, s), x_scaled(bh.y, s), x_scaled(bh.z, s), x_scaled(bh.w, s));
+        }
+        let j = vec4<u32>(e, e + 1u, e + 2u, e + 3u);
+        lo = select(vec4<f32>(0.0), lo, j < vec4<u32>(P.k));
+        hi = select(vec4<f32>(0.0), hi, j + vec4<u32>(4u) < vec4<u32>(P.k));
+    }
+    let q = t >> 2u;
+    let lane = t & 3u;
+    xs[kk * WG_N + q][lane] = lo.x;
+    xs[(kk + 1u) * WG_N + q][lane] = lo.y;
+    xs[(kk + 2u) * WG_N + q][lane] = lo.z;
+    xs[(kk + 3u) * WG_N + q][lane] = lo.w;
+    xs[(kk + 4u) * WG_N + q][lane] = hi.x;
+    xs[(kk + 5u) * WG_N + q][lane] = hi.y;
+    xs[(kk + 6u) * WG_N + q][lane] = hi.z;
+    xs[(kk + 7u) * WG_N + q][lane] = hi.w;
 }
 
 @compute @workgroup_size(WG_M, WG_N, 1)
@@ -61,16 +98,12 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
             ws[base + 6u * WG_M][lane] = w.hi.z;
             ws[base + 7u * WG_M][lane] = w.hi.w;
         }
-        // X tile: consecutive threads read consecutive elements of one token's row
-        for (var c = tid; c < BN * TILE_K; c += THREADS) {
-            let t = c / TILE_K;
-            let kk = c % TILE_K;
-            let e = k0 + kk;
-            var v = 0.0;
-            if (tok0 + t < P.n && e < P.k) {
-                v = x_at(P.x_off + (tok0 + t) * P.ldx + e, S[tok0 + t]);
-            }
-            xs[kk * WG_N + (t >> 2u)][t & 3u] = v;
+        // X tile: four consecutive threads read one token's TILE_K elements, 8 each: every
+        // global load of the step is issued before any value is used
+        for (var c = tid; c < BN * CHUNKS; c += THREADS) {
+            let t = c / CHUNKS;
+            let kk = (c % CHUNKS) * 8u;
+            x_tile8(t, kk, tok0 + t, k0 + kk);
         }
         workgroupBarrier();
         for (var kk = 0u; kk < TILE_K; kk += 4u) {
