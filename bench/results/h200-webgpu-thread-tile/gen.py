@@ -1,7 +1,8 @@
 # gen.py RM TN UNROLL OUT: a fused candidate whose thread holds RM x TN vec4 tiles of 4x4
 import sys
 RM, TN, UN, out = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-src = open('../../src/webgpu/wgsl/fused.wgsl').read()
+import os
+src = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), '../../../src/webgpu/wgsl/fused.wgsl')).read()
 head = src[:src.index('@compute')]
 head = head.replace("const THREADS: u32 = WG_M * WG_N;",
   f"const TX: u32 = WG_M / {RM}u;\nconst TY: u32 = WG_N / {TN}u;\nconst THREADS: u32 = TX * TY;")
@@ -13,28 +14,9 @@ acc = lambda i, j: f"acc_{i}_{j}"
 for j in range(4 * TN):
     for i in range(RM):
         L.append(f"    var {acc(i,j)} = vec4<f32>(0.0);")
-L.append("""    for (var k0 = 0u; k0 < P.k; k0 += TILE_K) {
-        for (var c = tid; c < BM * CHUNKS; c += THREADS) {
-            let r = c / CHUNKS;
-            let kk = (c % CHUNKS) * 8u;
-            let w = load_w8(row0 + r, k0 + kk);
-            let base = kk * WG_M + (r >> 2u);
-            let lane = r & 3u;
-            ws[base][lane] = w.lo.x;
-            ws[base + WG_M][lane] = w.lo.y;
-            ws[base + 2u * WG_M][lane] = w.lo.z;
-            ws[base + 3u * WG_M][lane] = w.lo.w;
-            ws[base + 4u * WG_M][lane] = w.hi.x;
-            ws[base + 5u * WG_M][lane] = w.hi.y;
-            ws[base + 6u * WG_M][lane] = w.hi.z;
-            ws[base + 7u * WG_M][lane] = w.hi.w;
-        }
-        for (var c = tid; c < BN * CHUNKS; c += THREADS) {
-            let t = c / CHUNKS;
-            let kk = (c % CHUNKS) * 8u;
-            x_tile8(t, kk, tok0 + t, k0 + kk);
-        }
-        workgroupBarrier();""")
+# the k-loop head and both tile loads, as production has them (up to its first barrier)
+k0 = src.index("    for (var k0")
+L.append(src[k0:src.index("workgroupBarrier();", k0) + len("workgroupBarrier();")])
 L.append(f"        for (var kk = 0u; kk < TILE_K; kk += {UN}u) {{")
 for u in range(UN):
     o = f" + {u}u" if u else ""
