@@ -342,6 +342,10 @@ typedef struct qmm_context_params {
     void *webgpu_device;   /**< a WGPUDevice owned by the caller (with webgpu_queue), or NULL:
                                 the context creates its own instance, adapter and device */
     void *webgpu_queue;    /**< that device's WGPUQueue (qmm_webgpu.h) */
+    bool webgpu_shader_checks; /**< compile qmm's WGSL with wgpu's runtime checks (index
+                                clamps, loop bounds); default false: the kernels are compiled as
+                                trusted, their indices being in range by construction and the
+                                same bits either way (docs/WEBGPU.md "Shader checks") */
 } qmm_context_params;
 
 typedef struct qmm_context qmm_context; /**< opaque: backend state, threads, workspaces */

@@ -39,6 +39,8 @@ typedef struct qmm_webgpu_info {
     bool caller_device;      /**< the context runs on a device given in qmm_context_params */
     bool shader_f16;         /**< the device has the shader-f16 feature enabled */
     bool timestamp_query;    /**< ... timestamp-query (qmm_timer_begin/end need it) */
+    bool shader_checks;      /**< qmm's shaders are compiled with wgpu's runtime checks
+                                  (qmm_context_params.webgpu_shader_checks) */
     /* the limits qmm's kernels and buffers depend on */
     uint64_t max_storage_buffer_binding_size;
     uint64_t max_buffer_size;

@@ -13,7 +13,9 @@
  *   - a caller's device and queue, and a caller's buffer imported as X;
  *   - the timer: timestamp queries, errors out of order;
  *   - threads with their own contexts at once give the bits of a solo run;
- *   - the power-of-two scaling of tiny X and W rows is exact (test_row_scaling).
+ *   - the power-of-two scaling of tiny X and W rows is exact (test_row_scaling);
+ *   - shaders compiled trusted (the default) and with wgpu's runtime checks give the same
+ *     bits for every type, fused and gemv, at tails (test_shader_checks).
  * Skips (77) only when no Vulkan adapter exists (lavapipe: apt-get install mesa-vulkan-drivers).
  */
 #include <math.h>
@@ -413,6 +415,74 @@ static void test_fused_geometry(void **state) {
 }
 
 /* ---------------------------------------------------------------------------------------
+ * Shader checks (docs/WEBGPU.md "Shader checks"): qmm compiles its WGSL trusted, without
+ * wgpu's index clamps and loop-bounding counters, unless webgpu_shader_checks is set. The
+ * kernels' indices are in range by construction; were one not, the clamped (checked) read
+ * and the unchecked one would differ. So: the same bits both ways, for every weight type,
+ * fused and gemv, at tails of m, n and the gemv token groups, with one tiny X row (the
+ * scaled path, common.wgsl) — and both within the F32 class of the reference.
+ * ------------------------------------------------------------------------------------- */
+
+static void test_shader_checks(void **state) {
+    (void)state;
+    qmm_context_params p = qmm_context_default_params();
+    p.backend = QMM_BACKEND_WEBGPU;
+    qmm_context *plain = NULL, *checked = NULL;
+    CHECK_OK(qmm_context_create(&p, &plain));
+    p.webgpu_shader_checks = true;
+    CHECK_OK(qmm_context_create(&p, &checked));
+    qmm_webgpu_info ia, ib;
+    CHECK_OK(qmm_webgpu_get_info(plain, &ia));
+    CHECK_OK(qmm_webgpu_get_info(checked, &ib));
+    assert_false(ia.shader_checks);
+    assert_true(ib.shader_checks);
+    tu_rng r = tu_rng_make(0x5C7);
+    const int64_t m = 70;
+    static const struct { qmm_strategy s; int64_t n; } runs[] = {{QMM_STRATEGY_FUSED, 37}, {QMM_STRATEGY_GEMV, 6}};
+    int types = 0;
+    for (int t = 0; t < QMM_TYPE_COUNT; t++) {
+        if (!qmm_type_is_supported(t) || !qmm_type_is_weight((qmm_type)t)) continue;
+        /* block size 1 (the float types): a k tail, so that the last X row ends 5 elements
+         * into its last 8-element piece at the end of its buffer (the words past it, which
+         * x_bits8 leaves unread, lie past the buffer) */
+        const int64_t k = qmm_type_block_size((qmm_type)t) == 1 ? 509 : 512;
+        size_t rb;
+        void *q = make_rows((qmm_type)t, m, k, &r, &rb);
+        qmm_weights *wa = NULL, *wb = NULL;
+        CHECK_OK(qmm_weights_create(plain, (qmm_type)t, m, k, q, rb, &wa));
+        CHECK_OK(qmm_weights_create(checked, (qmm_type)t, m, k, q, rb, &wb));
+        for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+            const int64_t n = runs[i].n;
+            float *x = malloc(sizeof(float) * (size_t)(n * k));
+            assert_non_null(x);
+            tu_fill_uniform(&r, x, (size_t)(n * k), -1, 1);
+            for (int64_t e = 0; e < k; e++) x[2 * k + e] = ldexpf(x[2 * k + e], -60); /* tiny row */
+            CHECK_OK(qmm_context_set_strategy(plain, runs[i].s));
+            CHECK_OK(qmm_context_set_strategy(checked, runs[i].s));
+            float *ya = run(plain, wa, m, k, n, x), *yb = run(checked, wb, m, k, n, x);
+            if (!tu_bits_equal(ya, m, yb, m, n, m))
+                fail_msg("%s %s n=%lld: trusted and checked shaders differ", qmm_type_name((qmm_type)t),
+                         qmm_strategy_name(runs[i].s), (long long)n);
+            check_ref((qmm_type)t, m, k, n, q, rb, x, ya, qmm_strategy_name(runs[i].s));
+            free(ya);
+            free(yb);
+            free(x);
+        }
+        qmm_weights_free(wa);
+        qmm_weights_free(wb);
+        free(q);
+        types++;
+    }
+    assert_true(types >= 20);
+    qmm_context_free(plain);
+    qmm_context_free(checked);
+    p.backend = QMM_BACKEND_CPU; /* the flag belongs to WebGPU contexts */
+    qmm_context *bad = NULL;
+    CHECK_ERR(qmm_context_create(&p, &bad), QMM_ERR_INVALID_ARGUMENT, "webgpu_shader_checks");
+    assert_null(bad);
+}
+
+/* ---------------------------------------------------------------------------------------
  * Buffers
  * ------------------------------------------------------------------------------------- */
 
@@ -805,6 +875,7 @@ int main(void) {
         cmocka_unit_test(test_unaligned_transfers),
         cmocka_unit_test(test_splits),
         cmocka_unit_test(test_row_scaling),
+        cmocka_unit_test(test_shader_checks),
         cmocka_unit_test(test_caller_device),
         cmocka_unit_test(test_timer),
         cmocka_unit_test(test_threads),

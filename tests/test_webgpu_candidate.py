@@ -20,7 +20,10 @@ backend). Then the candidate diff on the production kernels:
     a candidate with a binding the production layout lacks fails cleanly (exit 1);
   - the geometry from flags and from the environment reaches the kernel (bit-identical at
     another geometry: each output sums over k in order), --json writes the rows.
-And `qmm bench --backend webgpu` on two types prints the adapter header and verified rows.
+With --shader-checks (wgpu's runtime checks on both kernels) gemv.wgsl and fused.wgsl still
+pass bit-identical, float k tails included. And `qmm bench --backend webgpu` on two types
+prints the adapter header and verified rows, says whether the shaders ran trusted (the
+default) or with --shader-checks, and --shader-checks is refused on the CPU.
 
 Exit 77 when the tool has no WebGPU backend or the machine no Vulkan adapter (lavapipe:
 apt-get install mesa-vulkan-drivers libvulkan1).
@@ -98,6 +101,8 @@ def usage_checks():
     expect("bad --kernel", c + ["--kernel", "int8"], 2, "expected fused or gemv")
     expect("bench: --wg-m on the CPU backend", ["--types", "q4_0", "--shape", "64x256", "--wg-m", "8"],
            2, "apply to --backend webgpu only")
+    expect("bench: --shader-checks on the CPU", ["--types", "q4_0", "--shape", "64x256",
+           "--shader-checks"], 2, "--backend webgpu only")
     expect("bench: --tile-m 2 on webgpu", ["--backend", "webgpu", "--types", "q4_0", "--shape",
            "64x256", "--tile-m", "2"], 2, "only 4 is")
 
@@ -147,6 +152,13 @@ def checks():
                "70x37", "--n", "5"] + QUICK, 0, "bit-identical", stream="stdout")
         expect("gemv.wgsl bit-identical", ["--candidate", GEMV, "--kernel", "gemv", "--types",
                "q4_0,q6_K,f16", "--shape", "67x256", "--n", "1,5"] + QUICK, 0, "bit-identical",
+               stream="stdout")
+        # with wgpu's runtime checks on both kernels: the same bits (a float k tail, gemv and fused)
+        expect("gemv.wgsl --shader-checks", ["--candidate", GEMV, "--kernel", "gemv", "--types",
+               "f32,q4_K", "--shape", "67x256", "--n", "1,5", "--shader-checks"] + QUICK, 0,
+               "bit-identical", stream="stdout")
+        expect("fused.wgsl --shader-checks, float k tail", ["--candidate", FUSED, "--types", "f16",
+               "--shape", "70x37", "--n", "5", "--shader-checks"] + QUICK, 0, "bit-identical",
                stream="stdout")
 
         # planted defects: finite but wrong, caught only by the whole-output comparison
@@ -236,10 +248,22 @@ def checks():
             # the main figure from regions of back-to-back calls, the single call beside it
             ok = ok and "back-to-back" in doc["header"]["timing"]["ms"] and \
                 "single-call" in doc["header"]["timing"]["latency_ms"] and \
-                all(r["ms"] > 0 and r["latency_ms"] > 0 and 1 <= r["graph_calls"] <= 32 for r in doc["rows"])
+                all(r["ms"] > 0 and r["latency_ms"] > 0 and 1 <= r["graph_calls"] <= 32 for r in doc["rows"]) and \
+                w["shader_checks"] is False
         except (OSError, ValueError, KeyError) as e:
             ok, err = False, str(e)
         check("bench --json webgpu header and rows", ok, err[-2000:])
+        cpath = os.path.join(tmp, "checks.json")
+        rc, out, err = expect("bench --backend webgpu --shader-checks", ["--backend", "webgpu", "--types",
+                              "bf16", "--shape", "96x77", "--n", "1,33", "--strategy", "gemv,fused",
+                              "--shader-checks", "--json", cpath] + QUICK, 0, "4 passed", stream="stdout")
+        check("bench header says the runtime checks are on", "with wgpu's runtime checks" in out, out[:2000])
+        try:
+            with open(cpath) as f:
+                ok = json.load(f)["header"]["webgpu"]["shader_checks"] is True
+        except (OSError, ValueError, KeyError) as e:
+            ok, err = False, str(e)
+        check("bench --json: shader_checks true", ok, err[-2000:])
         # the warm-up loop itself (every other run here has --warmup 0): it ends, by agreement
         # or at its cap with a warning note, and the row is timed and verified
         wpath = os.path.join(tmp, "warm.json")

@@ -95,6 +95,7 @@ qmm_context_params qmm_context_default_params(void) {
     p.cache_limit = 0.0;
     p.webgpu_device = NULL;
     p.webgpu_queue = NULL;
+    p.webgpu_shader_checks = false;
     return p;
 }
 
@@ -107,6 +108,9 @@ qmm_status qmm_context_create(const qmm_context_params *params, qmm_context **ou
     if (p.backend != QMM_BACKEND_WEBGPU && (p.webgpu_device != NULL || p.webgpu_queue != NULL))
         return qmm_error(QMM_ERR_INVALID_ARGUMENT, "webgpu_device/webgpu_queue are given for a %s "
                          "context (they belong to QMM_BACKEND_WEBGPU)", qmm_backend_name(p.backend));
+    if (p.backend != QMM_BACKEND_WEBGPU && p.webgpu_shader_checks)
+        return qmm_error(QMM_ERR_INVALID_ARGUMENT, "webgpu_shader_checks is set for a %s context "
+                         "(it belongs to QMM_BACKEND_WEBGPU)", qmm_backend_name(p.backend));
     if (ops == NULL)
         return qmm_error(QMM_ERR_UNSUPPORTED, "backend '%s' was not built into this libqmm",
                          qmm_backend_name(p.backend));

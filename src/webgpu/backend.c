@@ -64,6 +64,7 @@ qmm_status qmm_webgpu_get_info(qmm_context *ctx, qmm_webgpu_info *out) {
     i.wgpu_version = W.wgpuGetVersion();
     i.caller_device = !c->own_device;
     i.shader_f16 = c->has_f16;
+    i.shader_checks = c->shader_checks;
     i.timestamp_query = c->has_timestamp;
     i.adapter_subgroups = c->adapter_subgroups;
     i.adapter_cooperative_matrix = c->adapter_coop;

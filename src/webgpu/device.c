@@ -425,6 +425,7 @@ qmm_status qmm_wgpu_context_init(qmm_context *ctx) {
     if (st == QMM_OK) {
         c->has_timestamp = W.wgpuDeviceHasFeature(c->device, WGPUFeatureName_TimestampQuery);
         c->has_f16 = W.wgpuDeviceHasFeature(c->device, WGPUFeatureName_ShaderF16);
+        c->shader_checks = ctx->params.webgpu_shader_checks;
         c->wg_m = QMM_WGPU_DEFAULT_WG_M;
         c->wg_n = QMM_WGPU_DEFAULT_WG_N;
         c->tile_k = QMM_WGPU_DEFAULT_TILE_K;

@@ -6,8 +6,9 @@
  *   - rows cut so that no dispatch has more workgroups than maxComputeWorkgroupsPerDimension,
  *   - tokens cut likewise, and so that each X and Y binding window fits the binding limit
  *     (when a whole X or Y buffer is larger than one binding).
- * Before the kernel's dispatches of a token window, one xscale.wgsl dispatch writes the
- * shifts of its X rows (binding 5; common.wgsl says what they are for).
+ * Before the fused kernel's dispatches of a token window, one xscale.wgsl dispatch writes the
+ * shifts of its X rows (binding 5; common.wgsl says what they are for); gemv finds them
+ * itself (gemv.wgsl), so a decode call is one dispatch.
  * Up to QMM_WGPU_PARAM_SLOTS dispatches go into one compute pass of one command buffer,
  * their parameters into slots of the context's uniform buffer (dynamic offsets), written
  * with wgpuQueueWriteBuffer just before the submit (queue order makes reuse safe); bind
@@ -324,7 +325,8 @@ qmm_status qmm_wgpu_run(qmm_context *ctx, const qmm_weights *w, qmm_wgpu_kernel 
                 pp.y_off = (uint32_t)((ylo - yo) / 4);
                 pp.w_row0 = (uint32_t)r0;
                 pp.r_off = (uint32_t)(ch->row0 + r0);
-                if (ci == 0 && r0 == 0) { /* the window's X row shifts, before its first dispatch */
+                if (ci == 0 && r0 == 0 && kernel == QMM_WGPU_KERNEL_FUSED) {
+                    /* the window's X row shifts, before its first dispatch */
                     q->p[q->count] = pp;
                     q->pl[q->count] = xscale;
                     q->g[q->count] = g;

@@ -159,7 +159,11 @@ qmm_status qmm_wgpu_compile(qmm_wgpu_context *c, const char *source, const char 
     memset(&md, 0, sizeof md);
     md.nextInChain = &src.chain;
     qmm_wgpu_scope_push(c);
-    WGPUShaderModule module = W.wgpuDeviceCreateShaderModule(c->device, &md);
+    /* Trusted (no index clamps, no loop-bounding counters) unless the context asks for
+     * wgpu's checks: docs/WEBGPU.md "Shader checks". */
+    WGPUShaderModule module = c->shader_checks
+        ? W.wgpuDeviceCreateShaderModule(c->device, &md)
+        : W.wgpuDeviceCreateShaderModuleTrusted(c->device, &md, WGPUShaderRuntimeChecks_None);
     qmm_status st = qmm_wgpu_scope_pop(c, what, log);
     if (st != QMM_OK) {
         if (module) W.wgpuShaderModuleRelease(module);

@@ -33,7 +33,7 @@
 typedef enum qmm_wgpu_kernel {
     QMM_WGPU_KERNEL_FUSED = 0, /* wgsl/fused.wgsl: register-tile GEMM */
     QMM_WGPU_KERNEL_GEMV = 1,  /* wgsl/gemv.wgsl: rows per workgroup, reduction in workgroup memory */
-    QMM_WGPU_KERNEL_XSCALE = 2, /* wgsl/xscale.wgsl: the X row shifts, before either kernel */
+    QMM_WGPU_KERNEL_XSCALE = 2, /* wgsl/xscale.wgsl: the X row shifts, before fused */
     QMM_WGPU_KERNEL_COUNT = 3
 } qmm_wgpu_kernel;
 
@@ -127,6 +127,7 @@ typedef struct qmm_wgpu_context {
     bool own_device;
     WGPULimits limits;
     bool has_f16, has_timestamp;
+    bool shader_checks;    /* qmm_context_params.webgpu_shader_checks (shaders.c) */
     /* what the adapter offers beyond that (not enabled on the device; a caller's device: false, 0) */
     bool adapter_subgroups, adapter_coop;
     uint32_t subgroup_min, subgroup_max;

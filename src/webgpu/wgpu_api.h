@@ -52,6 +52,7 @@
     X(wgpuDeviceHasFeature)                                                                \
     X(wgpuDeviceCreateBuffer)                                                              \
     X(wgpuDeviceCreateShaderModule)                                                        \
+    X(wgpuDeviceCreateShaderModuleTrusted)                                                 \
     X(wgpuDeviceCreateComputePipeline)                                                     \
     X(wgpuDeviceCreateBindGroupLayout)                                                     \
     X(wgpuDeviceCreatePipelineLayout)                                                      \

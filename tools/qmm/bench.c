@@ -91,6 +91,7 @@ typedef struct bench_opts {
     double cache_limit;
     char cache_text[48];  /* as the header prints it: "default", "none", "unlimited", "limit X" */
     webgpu_geometry geom; /* WebGPU fused geometry (environment, then flags) */
+    bool shader_checks;   /* --shader-checks: qmm_context_params.webgpu_shader_checks */
 } bench_opts;
 
 static void usage(FILE *f) {
@@ -125,6 +126,8 @@ static void usage(FILE *f) {
         "  --wg-m N, --wg-n N threads per workgroup along m and n (2, 4, 8, 16, 32; default 16)\n"
         "  --tile-k N         k per step through workgroup memory (8, 16, 32, 64; default 32)\n"
         "  --tile-m 4, --tile-n 4  the thread tile: only 4 (four named vec4 accumulators)\n"
+        "  --shader-checks    compile the WGSL with wgpu's runtime checks (index clamps, loop\n"
+        "                     bounds); default: trusted, without them (same bits)\n"
         "\n"
         "how:\n"
         "  --iters N          timed calls per row, median reported (default %d; env ITERS;\n"
@@ -211,7 +214,7 @@ static bool parse_shapes(const char *s, bench_opts *o) {
 enum {
     OPT_PRESET = 256, OPT_MODEL, OPT_SHAPE, OPT_WHOLE, OPT_TYPES, OPT_N, OPT_ITERS, OPT_WARMUP,
     OPT_THREADS, OPT_STRATEGY, OPT_BACKEND, OPT_FILL, OPT_SEED, OPT_JSON, OPT_CSV, OPT_VERIFY,
-    OPT_NO_VERIFY, OPT_BATCH_INVARIANT, OPT_CACHE, OPT_CACHES, OPT_GEOM
+    OPT_NO_VERIFY, OPT_BATCH_INVARIANT, OPT_CACHE, OPT_CACHES, OPT_GEOM, OPT_SHADER_CHECKS
 };
 
 /* --cache: a policy name or a limit (a plain decimal number >= 0, at most 1e6). */
@@ -266,6 +269,7 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
         {"tile-k", required_argument, NULL, OPT_GEOM},
         {"tile-m", required_argument, NULL, OPT_GEOM},
         {"tile-n", required_argument, NULL, OPT_GEOM},
+        {"shader-checks", no_argument, NULL, OPT_SHADER_CHECKS},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -366,6 +370,7 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
         case OPT_VERIFY: o->verify = true; break;
         case OPT_NO_VERIFY: o->verify = false; break;
         case OPT_BATCH_INVARIANT: o->batch_invariant = true; break;
+        case OPT_SHADER_CHECKS: o->shader_checks = true; break;
         case OPT_CACHES:
             if (strcmp(optarg, "cold") == 0) o->hot = false;
             else if (strcmp(optarg, "hot") == 0) o->hot = true;
@@ -388,6 +393,10 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
     }
     (void)iters_given;
     /* The WebGPU geometry: the environment, then the flags; only for --backend webgpu. */
+    if (o->shader_checks && o->backend != QMM_BACKEND_WEBGPU) {
+        fprintf(stderr, "qmm bench: --shader-checks applies to --backend webgpu only\n");
+        return 2;
+    }
     if (flags.from_flags && o->backend != QMM_BACKEND_WEBGPU) {
         fprintf(stderr, "qmm bench: --wg-m/--wg-n/--tile-k/--tile-m/--tile-n apply to --backend "
                         "webgpu only\n");
@@ -1205,6 +1214,7 @@ int qmm_cmd_bench(int argc, char **argv) {
     p.backend = o.backend;
     p.n_threads = (int)o.threads;
     if (o.batch_invariant) p.flags |= QMM_FLAG_BATCH_INVARIANT;
+    p.webgpu_shader_checks = o.shader_checks;
     p.cache = o.cache;
     p.cache_limit = o.cache_limit;
     qmm_status st = qmm_context_create(&p, &r.ctx);

@@ -66,6 +66,9 @@ static void usage(FILE *f) {
         "  --wg-m N, --wg-n N, --tile-k N (env WG_M, WG_N, TILE_K), --tile-m 4, --tile-n 4\n"
         "                     (env TILE_M, TILE_N: only 4); see qmm bench --help\n"
         "  --kernel fused|gemv  the production kernel to compare with (default fused)\n"
+        "  --shader-checks    compile both kernels with wgpu's runtime checks (index clamps,\n"
+        "                     loop bounds; default: trusted, as production runs): use it for\n"
+        "                     a new candidate whose indices are not yet known to be in range\n"
         "what to run (as qmm bench):\n"
         "  --preset NAME, --shape MxK[,...], --types LIST (env ONLY), --n LIST (default %d;\n"
         "                     WebGPU fused %d)\n"
@@ -160,7 +163,7 @@ static char *join_args(int argc, char **argv) {
 enum {
     OPT_CANDIDATE = 256, OPT_TOLERANCE, OPT_RPB, OPT_BLOCK_THREADS, OPT_PRESET, OPT_SHAPE,
     OPT_TYPES, OPT_N, OPT_ITERS, OPT_WARMUP, OPT_FILL, OPT_SEED, OPT_JSON, OPT_BACKEND,
-    OPT_KERNEL, OPT_GEOM, OPT_OTHER
+    OPT_KERNEL, OPT_GEOM, OPT_SHADER_CHECKS, OPT_OTHER
 };
 
 /* 0 = run, 1 = --help printed, 2 = usage error, 3 = runtime error (message printed). */
@@ -186,6 +189,7 @@ static int parse_args(int argc, char **argv, candidate_opts *o, bench_shape **sh
         {"tile-k", required_argument, NULL, OPT_GEOM},
         {"tile-m", required_argument, NULL, OPT_GEOM},
         {"tile-n", required_argument, NULL, OPT_GEOM},
+        {"shader-checks", no_argument, NULL, OPT_SHADER_CHECKS},
         /* bench options that mean nothing here: refused by name rather than ignored */
         {"model", required_argument, NULL, OPT_OTHER},
         {"whole-model", no_argument, NULL, OPT_OTHER},
@@ -222,6 +226,7 @@ static int parse_args(int argc, char **argv, candidate_opts *o, bench_shape **sh
         case OPT_GEOM:
             if (webgpu_geometry_flag(&gflags, long_opts[li].name, optarg) != 1) return 2;
             break;
+        case OPT_SHADER_CHECKS: o->shader_checks = true; break;
         case OPT_KERNEL:
             if (strcmp(optarg, "fused") == 0) o->gemv = false;
             else if (strcmp(optarg, "gemv") == 0) o->gemv = true;
@@ -331,8 +336,8 @@ static int parse_args(int argc, char **argv, candidate_opts *o, bench_shape **sh
     }
     if (!backend_given) o->backend = ends_with(o->path, ".wgsl") ? QMM_BACKEND_WEBGPU : QMM_BACKEND_CUDA;
     if (o->backend == QMM_BACKEND_CUDA) {
-        if (gflags.from_flags || kernel_given) {
-            fprintf(stderr, "qmm bench: --wg-m/--wg-n/--tile-k/--tile-m/--tile-n and --kernel "
+        if (gflags.from_flags || kernel_given || o->shader_checks) {
+            fprintf(stderr, "qmm bench: --wg-m/--wg-n/--tile-k/--tile-m/--tile-n, --kernel and --shader-checks "
                             "apply to a WebGPU candidate (--backend webgpu), not to CUDA\n");
             return 2;
         }

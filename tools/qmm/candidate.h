@@ -70,6 +70,7 @@ typedef struct candidate_opts {
     int64_t rows_per_block, threads; /* CUDA geometry */
     webgpu_geometry geom;      /* WebGPU: the fused geometry (environment, then flags) */
     bool gemv;                 /* WebGPU: --kernel gemv (default fused) */
+    bool shader_checks;        /* WebGPU: --shader-checks */
     const bench_shape *shapes;
     int n_shapes;
     qmm_type types[QMM_TYPE_COUNT];

@@ -205,6 +205,7 @@ int candidate_wgsl_run(const candidate_opts *o) {
     qmm_context_params p = qmm_context_default_params();
     p.backend = QMM_BACKEND_WEBGPU;
     p.strategy = o->gemv ? QMM_STRATEGY_GEMV : QMM_STRATEGY_FUSED;
+    p.webgpu_shader_checks = o->shader_checks;
     if (!q_ok(qmm_context_create(&p, &env.ctx), "creating the WebGPU context")) return 1;
     int rc = 1;
     WGPUComputePipeline pl[QMM_TYPE_COUNT] = {0};

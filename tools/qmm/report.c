@@ -144,6 +144,7 @@ void report_header_set(report *r, const report_header *h) {
             snprintf(v, sizeof v, "0x%08x", i->wgpu_version);
             cJSON_AddStringToObject(w, "wgpu_version", v);
             cJSON_AddBoolToObject(w, "caller_device", i->caller_device);
+            cJSON_AddBoolToObject(w, "shader_checks", i->shader_checks);
             cJSON *f = cJSON_AddArrayToObject(w, "features");
             if (f && i->timestamp_query) cJSON_AddItemToArray(f, cJSON_CreateString("timestamp-query"));
             if (f && i->shader_f16) cJSON_AddItemToArray(f, cJSON_CreateString("shader-f16"));

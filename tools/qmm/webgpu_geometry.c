@@ -93,7 +93,7 @@ void webgpu_describe(qmm_context *ctx, char *buf, size_t len) {
                  (long long)minw);
     snprintf(buf, len, "webgpu %s (%s, %s; driver %s; wgpu-native 0x%08x%s); limits used: storage "
              "binding %.0f MiB, buffer %.0f MiB, workgroup storage %u KiB, %u invocations, %u "
-             "workgroups per dimension; features enabled:%s%s; offered, not used:%s%s%s; fused WG_M x WG_N = %d x %d threads of 4 x 4, "
+             "workgroups per dimension; features enabled:%s%s; offered, not used:%s%s%s; shaders %s; fused WG_M x WG_N = %d x %d threads of 4 x 4, "
              "TILE_K %d%s; gemv 4 rows x 64 lanes, 4 tokens", i.adapter, i.backend_api,
              i.adapter_type, i.driver[0] ? i.driver : "unknown", i.wgpu_version,
              i.caller_device ? ", the caller's device" : "",
@@ -103,5 +103,6 @@ void webgpu_describe(qmm_context *ctx, char *buf, size_t len) {
              i.timestamp_query ? " timestamp-query" : "", i.shader_f16 ? " shader-f16" : "",
              i.adapter_subgroups ? " subgroups" : "",
              i.adapter_cooperative_matrix ? " native:cooperative-matrix" : "",
-             i.adapter_subgroups || i.adapter_cooperative_matrix ? sg : " none", m, n, k, rule);
+             i.adapter_subgroups || i.adapter_cooperative_matrix ? sg : " none",
+             i.shader_checks ? "with wgpu's runtime checks" : "trusted (no runtime checks)", m, n, k, rule);
 }

@@ -5,7 +5,8 @@
 // that flush f32 subnormals (WGSL allows it; NVIDIA's Vulkan driver does).
 //
 // X and Y are read and written as u32 bits (a load or store of bits flushes nothing).
-// Scaling: S[t] (xscale.wgsl, run before each kernel over the same tokens) and R[r] (the
+// Scaling: S[t] (xscale.wgsl, run before the fused kernel over the same tokens; gemv.wgsl
+// finds its tokens' shifts itself, by the same rule: x_shift_of) and R[r] (the
 // weights' row shifts, weights.c) are 0 unless token t's largest |x|, or row r's largest
 // |w|, is below 2^-40; then that X row is read multiplied by 2^S[t] and W row r was uploaded
 // multiplied by 2^R[r] (both exact: no element leaves the normal range), and the output is
@@ -56,12 +57,45 @@ fn x_scaled(b: u32, s: i32) -> f32 {
     return bitcast<f32>(b) * bitcast<f32>(u32(min(s, 126) + 127) << 23u);
 }
 
-// X element i of a row whose shift is s, as f32.
-fn x_at(i: u32, s: i32) -> f32 {
-    if (s == 0) {
-        return bitcast<f32>(X[i]);
+// The shift of an X row whose largest element bits with the sign cleared are a: 0, unless
+// a is finite, nonzero and below 2^-40; then -ilogb (the row times 2^shift has its largest
+// |x| in [1, 2)). Integer operations only (the bits' order is the magnitudes' order).
+fn x_shift_of(a: u32) -> i32 {
+    if (a == 0u || a >= 0x2B800000u) { // 0x2B800000 = 2^-40; Inf and NaN are above it
+        return 0;
     }
-    return x_scaled(X[i], s);
+    if (a >= 0x00800000u) {
+        return 127 - i32(a >> 23u);
+    }
+    return 149 - i32(firstLeadingBit(a));
+}
+// The bits of X elements e .. e+7 (e % 8 == 0, e < k) of a row, at X words i .. i+7.
+struct X8 {
+    lo: vec4<u32>,
+    hi: vec4<u32>,
+}
+// Elements at or past k read as 0 and their words are not read: in a float type's k tail
+// they are not the row's, and past the last row they may lie past the X binding (every
+// index a kernel forms is in range: docs/WEBGPU.md, "Shader checks").
+fn x_bits8(i: u32, e: u32) -> X8 {
+    if (e + 8u <= P.k) {
+        return X8(vec4<u32>(X[i], X[i + 1u], X[i + 2u], X[i + 3u]),
+                  vec4<u32>(X[i + 4u], X[i + 5u], X[i + 6u], X[i + 7u]));
+    }
+    var v = array<u32, 8>(0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u);
+    for (var j = 0u; j < 8u; j++) {
+        if (e + j < P.k) {
+            v[j] = X[i + j];
+        }
+    }
+    return X8(vec4<u32>(v[0], v[1], v[2], v[3]), vec4<u32>(v[4], v[5], v[6], v[7]));
+}
+// Four X elements' bits as f32, times 2^s when s != 0 (x_scaled).
+fn x_f32x4(b: vec4<u32>, s: i32) -> vec4<f32> {
+    if (s == 0) {
+        return bitcast<vec4<f32>>(b);
+    }
+    return vec4<f32>(x_scaled(b.x, s), x_scaled(b.y, s), x_scaled(b.z, s), x_scaled(b.w, s));
 }
 
 // The bits of v * 2^-e (e >= 0), rounded to nearest even once, subnormal results included
@@ -91,9 +125,13 @@ fn y_bits(v: f32, e: i32) -> u32 {
     return sign | q;
 }
 
-// Output (token t, row r) of this dispatch: Y's bits for the f32 sum acc.
+// Output (row r of this dispatch, X row shift s) at Y element idx: Y's bits for the f32 sum acc.
+fn y_store_shift(idx: u32, s: i32, r: u32, acc: f32) {
+    Y[idx] = y_bits(acc, s + R[P.r_off + r]);
+}
+// Output (token t, row r) of this dispatch, its shift from S.
 fn y_store(idx: u32, t: u32, r: u32, acc: f32) {
-    Y[idx] = y_bits(acc, S[t] + R[P.r_off + r]);
+    y_store_shift(idx, S[t], r, acc);
 }
 
 // Elements e .. e+7 of a W row: lo = e .. e+3, hi = e+4 .. e+7.

@@ -12,7 +12,7 @@
 // 1.4-1.7x slower on the H200, bench/results/h200-webgpu-xload.md), both k-major as vec4
 // (4 rows, 4 tokens); then
 // TILE_K rank-1 updates, unrolled by 4. Accumulation in f32, in increasing k for every
-// output (F32 class; the same order for every n: batch-invariant). X is read through x_at
+// output (F32 class; the same order for every n: batch-invariant). X is read through x_bits8
 // and Y written through y_store (common.wgsl: the power-of-two scaling of tiny rows).
 //
 // Constants WG_M, WG_N, TILE_K come from the host (qmm_wgpu_source) ahead of the shared
@@ -43,20 +43,10 @@ fn x_tile8(t: u32, kk: u32, tt: u32, e: u32) {
     var lo = vec4<f32>(0.0);
     var hi = vec4<f32>(0.0);
     if (tt < P.n && e < P.k) {
-        let i = P.x_off + tt * P.ldx + e;
+        let b = x_bits8(P.x_off + tt * P.ldx + e, e);
         let s = S[tt];
-        let bl = vec4<u32>(X[i], X[i + 1u], X[i + 2u], X[i + 3u]);
-        let bh = vec4<u32>(X[i + 4u], X[i + 5u], X[i + 6u], X[i + 7u]);
-        if (s == 0) {
-            lo = bitcast<vec4<f32>>(bl);
-            hi = bitcast<vec4<f32>>(bh);
-        } else {
-            lo = vec4<f32>(x_scaled(bl.x, s), x_scaled(bl.y, s), x_scaled(bl.z, s), x_scaled(bl.w, s));
-            hi = vec4<f32>(x_scaled(bh.x, s), x_scaled(bh.y, s), x_scaled(bh.z, s), x_scaled(bh.w, s));
-        }
-        let j = vec4<u32>(e, e + 1u, e + 2u, e + 3u);
-        lo = select(vec4<f32>(0.0), lo, j < vec4<u32>(P.k));
-        hi = select(vec4<f32>(0.0), hi, j + vec4<u32>(4u) < vec4<u32>(P.k));
+        lo = x_f32x4(b.lo, s);
+        hi = x_f32x4(b.hi, s);
     }
     let q = t >> 2u;
     let lane = t & 3u;

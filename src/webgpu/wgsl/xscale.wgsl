@@ -1,9 +1,7 @@
 // xscale.wgsl — the shift of each X row of a dispatch (common.wgsl: scaling), run before
-// the kernel over the same tokens: S[t] = 0, unless the largest |x| of token t's row is
-// finite, nonzero and below 2^-40; then S[t] = -ilogb(largest |x|) (the row times 2^S[t] has
-// its largest |x| in [1, 2)). The largest |x| is the largest of the bit patterns with the
-// sign cleared (their integer order is the order of the magnitudes, subnormals included),
-// so nothing here is floating-point arithmetic. One workgroup per token (a grid of at most
+// the fused kernel over the same tokens: S[t] = x_shift_of(the largest |x| of token t's row,
+// as the largest of the bit patterns with the sign cleared), so nothing here is
+// floating-point arithmetic. One workgroup per token (a grid of at most
 // maxComputeWorkgroupsPerDimension workgroups walks the tokens).
 
 const XS_THREADS: u32 = 256u;
@@ -27,17 +25,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
             workgroupBarrier();
         }
         if (lid.x == 0u) {
-            let a = xs_max[0];
-            var sh = 0;
-            if (a != 0u && a < 0x2B800000u) { // 0x2B800000 = 2^-40; Inf and NaN are above it
-                var e: i32;
-                if (a >= 0x00800000u) {
-                    e = i32(a >> 23u) - 127;
-                } else {
-                    e = i32(firstLeadingBit(a)) - 149;
-                }
-                sh = -e;
-            }
+            let sh = x_shift_of(xs_max[0]);
             S[t] = sh;
         }
         workgroupBarrier();
